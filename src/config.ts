@@ -1,0 +1,52 @@
+import path from "node:path";
+
+/** Everything Axon reads from its environment, read once, in one place. */
+export interface Config {
+  httpPort: number;
+  /** neuro-san's gRPC port (30011) for its old clients; 0 = off. */
+  grpcPort: number;
+  host: string;
+  manifestFile: string;
+  toolPath: string;
+  projectRoot: string;
+  maxConcurrentRequests: number;
+  manifestUpdatePeriodSeconds: number;
+  allowCorsHeaders: string | undefined;
+  forwardedRequestMetadata: string[];
+  dataDir: string;
+  logLevel: string;
+  /** Largest request body or message accepted, in bytes. */
+  maxRequestBytes: number;
+  /** How long in-flight streams may run after SIGTERM before they are cancelled. */
+  shutdownGraceSeconds: number;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = process.cwd()): Config {
+  const dataDir = path.resolve(projectRoot, env.AXON_DATA_DIR ?? "data");
+  return {
+    httpPort: integer(env, "AGENT_HTTP_PORT", 8080),
+    grpcPort: integer(env, "AGENT_PORT", 0),
+    host: env.AXON_HOST ?? "0.0.0.0",
+    manifestFile: path.resolve(projectRoot, env.AGENT_MANIFEST_FILE ?? "registries/manifest.hocon"),
+    toolPath: path.resolve(projectRoot, env.AGENT_TOOL_PATH ?? "coded_tools"),
+    projectRoot,
+    maxConcurrentRequests: integer(env, "AGENT_MAX_CONCURRENT_REQUESTS", 0),
+    manifestUpdatePeriodSeconds: integer(env, "AGENT_MANIFEST_UPDATE_PERIOD_SECONDS", 0),
+    allowCorsHeaders: env.AGENT_ALLOW_CORS_HEADERS || undefined,
+    forwardedRequestMetadata: (env.AGENT_FORWARDED_REQUEST_METADATA ?? "request_id user_id").split(/[\s,]+/).filter(Boolean),
+    dataDir,
+    logLevel: env.LOG_LEVEL ?? "info",
+    maxRequestBytes: integer(env, "AXON_MAX_REQUEST_BYTES", 4 * 1024 * 1024),
+    shutdownGraceSeconds: integer(env, "AXON_SHUTDOWN_GRACE_SECONDS", 10),
+  };
+}
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0) {
+    throw new Error(`${name} must be a non-negative integer, got ${JSON.stringify(raw)}`);
+  }
+  return value;
+}

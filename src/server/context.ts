@@ -1,0 +1,21 @@
+import { createContextKey } from "@connectrpc/connect";
+
+/** The wire protocol a call arrived on: a metric label and a log field. */
+export type Protocol = "grpc" | "grpc-web" | "connect" | "rest";
+
+export const protocolKey = createContextKey<Protocol>("connect", { description: "wire protocol" });
+
+/** The agent named by neuro-san's legacy gRPC path `/<agent>.AgentService/<Method>`, if the call used one. */
+export const pathAgentNameKey = createContextKey<string>("", { description: "agent from the legacy method path" });
+
+/**
+ * Called by a streaming handler once the request is validated and the stream really starts. REST uses it to
+ * send the 200 and the json-lines headers at once; errors found before it are plain HTTP errors.
+ */
+export const streamStartKey = createContextKey<() => void>(() => {}, { description: "stream started" });
+
+/** The request id of the call (from the `request_id` header, or generated). */
+export const requestIdKey = createContextKey<string>("", { description: "request id" });
+
+/** Headers named by AGENT_FORWARDED_REQUEST_METADATA, copied from the request; forwarded to external agents. */
+export const requestMetadataKey = createContextKey<Record<string, string>>({}, { description: "forwarded metadata" });

@@ -1,0 +1,68 @@
+import { anyPack, anyUnpack, AnySchema, type Any } from "@bufbuild/protobuf/wkt";
+import { create, toJson, type DescMessage, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
+import { AxonError } from "../errors.js";
+import { BadRequestSchema, ErrorInfoSchema, type ErrorInfo } from "../gen/google/rpc/error_details_pb.js";
+import { StatusSchema } from "../gen/google/rpc/status_pb.js";
+import { typeRegistry } from "./descriptors.js";
+
+type OutgoingDetail = { desc: DescMessage; value: MessageInitShape<DescMessage> };
+
+/** The ErrorInfo domain of every error Axon itself raises. */
+export const errorDomain = "axon";
+
+/**
+ * The one mapper from anything thrown to what a client may see. AxonErrors keep their code and carry
+ * ErrorInfo (+ BadRequest); ConnectErrors (raised by the protocol layer) pass through; anything else is
+ * an INTERNAL with no message, so stacks and paths never leave the process.
+ */
+export function toConnectError(error: unknown): ConnectError {
+  if (error instanceof AxonError) {
+    const details: OutgoingDetail[] = [
+      { desc: ErrorInfoSchema, value: { reason: error.reason, domain: errorDomain, metadata: error.metadata } },
+    ];
+    if (error.fieldViolations.length > 0) {
+      details.push({ desc: BadRequestSchema, value: { fieldViolations: error.fieldViolations } });
+    }
+    return new ConnectError(error.message, error.code, undefined, details, error);
+  }
+  if (error instanceof ConnectError) return error;
+  return new ConnectError("internal error", Code.Internal, undefined, [
+    { desc: ErrorInfoSchema, value: { reason: "INTERNAL", domain: errorDomain } },
+  ]);
+}
+
+/** True when the error came from our own code paths rather than a bug: worth a warn, not an error log. */
+export function isExpected(error: unknown): boolean {
+  return error instanceof AxonError || (error instanceof ConnectError && error.code !== Code.Internal && error.code !== Code.Unknown);
+}
+
+/** The HTTP status REST answers with, from the standard code mapping (the one Connect uses). */
+export function httpStatusOf(code: Code): number {
+  return codeToHttpStatus(code);
+}
+
+/** google.rpc.Status in canonical protobuf JSON: numeric code, message, details as Any JSON with `@type`. */
+export function statusJson(error: ConnectError): JsonValue {
+  const status = create(StatusSchema, { code: error.code, message: error.rawMessage, details: detailsAsAny(error) });
+  return toJson(StatusSchema, status, { registry: typeRegistry });
+}
+
+/** Reads back the ErrorInfo of an error, e.g. to label logs and metrics. */
+export function errorInfoOf(error: ConnectError): ErrorInfo | undefined {
+  for (const any of detailsAsAny(error)) {
+    const info = anyUnpack(any, ErrorInfoSchema);
+    if (info) return info;
+  }
+  return undefined;
+}
+
+// A ConnectError holds details either as messages (raised here) or as raw bytes (decoded from the wire).
+function detailsAsAny(error: ConnectError): Any[] {
+  return error.details.map((detail) =>
+    "desc" in detail
+      ? anyPack(detail.desc, create(detail.desc, detail.value))
+      : create(AnySchema, { typeUrl: `type.googleapis.com/${detail.type}`, value: detail.value }),
+  );
+}
