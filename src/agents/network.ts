@@ -1,0 +1,447 @@
+import type { JsonObject, JsonValue } from "./hocon.js";
+import { RegistryProblemsError, type RegistryProblem } from "./problem.js";
+
+/** What a node of a network is; decided in `nodeKindOf` and nowhere else. */
+export type NodeKind = "front_man" | "llm_agent" | "coded_tool" | "external_agent";
+
+export interface AgentFunction {
+  description?: string;
+  parameters?: JsonObject;
+  slyDataSchema?: JsonObject;
+  slyDataOutputSchema?: JsonObject;
+}
+
+/** One direction of the sly_data policy: everything, a list of keys, or key -> allowed | denied | new name. */
+export type SlyDataGrant = boolean | string[] | Record<string, boolean | string>;
+
+export interface AllowPolicy {
+  toDownstream?: SlyDataGrant;
+  fromDownstream?: SlyDataGrant;
+  toUpstream?: SlyDataGrant;
+  /** `allow.connectivity: false` hides the node's tools in Connectivity. */
+  connectivity: boolean;
+}
+
+/** Where an external node's calls go: another network on this server (`/name`) or on another server (a URL). */
+export type ExternalTarget =
+  | { kind: "same_server"; network: string }
+  | { kind: "other_server"; url: string; network: string };
+
+export interface AgentSpec {
+  /** The HOCON `name`; for an external node the reference exactly as written (`/net` or the URL). */
+  name: string;
+  kind: NodeKind;
+  /** Where the spec sits in its file, e.g. `tools[2]`; absent for external nodes. */
+  keyPath?: string;
+  function?: AgentFunction;
+  instructions?: string;
+  command?: string;
+  /** Downstream references as written in `tools`. */
+  tools: string[];
+  /** Coded tool class, `module.ClassName`. */
+  className?: string;
+  args?: JsonObject;
+  /** Overlay on the network's `llm_config`. */
+  llmConfig?: JsonObject;
+  allow?: AllowPolicy;
+  /** `display_as`, defaulted by kind. */
+  displayAs: string;
+  maxMessageHistory?: number;
+  /** `"json"` and `["json"]` both become `["json"]`. */
+  structureFormats: string[];
+  external?: ExternalTarget;
+  /** The spec after commondefs replacement. */
+  raw: JsonObject;
+}
+
+export interface NetworkLimits {
+  maxIterations: number;
+  maxExecutionSeconds: number;
+}
+
+export interface AgentNetwork {
+  name: string;
+  file: string;
+  public: boolean;
+  metadata: JsonObject;
+  description: string;
+  tags: string[];
+  frontMan: AgentSpec;
+  /** Defined specs in file order, then external nodes in the order first referenced. */
+  nodes: ReadonlyMap<string, AgentSpec>;
+  /** The network default; a spec's `llmConfig` overlays it. */
+  llmConfig: JsonObject;
+  limits: NetworkLimits;
+  errorFormatter?: "string" | "json";
+  errorFragments: string[];
+  verbose?: boolean | string;
+  llmInfoFile?: string;
+  /** The whole file after includes, substitutions and commondefs. */
+  raw: JsonObject;
+}
+
+export const DEFAULT_LIMITS: NetworkLimits = Object.freeze({ maxIterations: 20, maxExecutionSeconds: 120 });
+
+const AGENT_NAME = /^[A-Za-z0-9_-]+$/;
+const SAME_SERVER_REFERENCE = /^\/([A-Za-z0-9_-]+)$/;
+
+export const DEFAULT_DISPLAY_AS: Record<NodeKind, string> = {
+  front_man: "llm_agent",
+  llm_agent: "llm_agent",
+  coded_tool: "coded_tool",
+  external_agent: "external_agent",
+};
+
+export function nodeKindOf(spec: { className?: string } | undefined, isFirst: boolean): NodeKind {
+  if (spec === undefined) return "external_agent";
+  if (isFirst) return "front_man";
+  return spec.className === undefined ? "llm_agent" : "coded_tool";
+}
+
+/** `/name` or an http(s) URL; anything else is a local name. */
+export function externalTargetOf(reference: string): ExternalTarget | undefined {
+  const sameServer = SAME_SERVER_REFERENCE.exec(reference);
+  if (sameServer?.[1]) return { kind: "same_server", network: sameServer[1] };
+  if (!/^https?:\/\//i.test(reference)) return undefined;
+  let url: URL;
+  try {
+    url = new URL(reference);
+  } catch {
+    return undefined;
+  }
+  const network = url.pathname.split("/").filter(Boolean).pop();
+  return network === undefined ? undefined : { kind: "other_server", url: reference, network };
+}
+
+export interface NetworkSource {
+  name: string;
+  file: string;
+  public: boolean;
+  raw: JsonObject;
+}
+
+/** Validates a parsed network file and models it; throws RegistryProblemsError naming every problem found. */
+export function buildNetwork(source: NetworkSource): AgentNetwork {
+  const check = new Checker(source.file);
+  const raw = applyCommondefs(source.raw, check);
+
+  const specsValue = raw.tools;
+  const specEntries: [JsonObject, string][] = [];
+  if (!Array.isArray(specsValue) || specsValue.length === 0) {
+    check.problem("tools", "must be a non-empty list of agent specs");
+  } else {
+    specsValue.forEach((spec, index) => {
+      if (isObject(spec)) specEntries.push([spec, `tools[${index}]`]);
+      else check.problem(`tools[${index}]`, "must be an object");
+    });
+  }
+
+  const nodes = new Map<string, AgentSpec>();
+  specEntries.forEach(([spec, keyPath], index) => {
+    const agent = readAgentSpec(spec, keyPath, index === 0 && keyPath === "tools[0]", check);
+    if (agent === undefined) return;
+    if (nodes.has(agent.name)) check.problem(`${keyPath}.name`, `duplicate agent name ${agent.name}`);
+    else nodes.set(agent.name, agent);
+  });
+
+  for (const agent of [...nodes.values()]) {
+    agent.tools.forEach((reference, index) => {
+      if (nodes.has(reference) && nodes.get(reference)?.kind !== "external_agent") return;
+      const target = externalTargetOf(reference);
+      if (target === undefined) {
+        check.problem(`${agent.keyPath}.tools[${index}]`, `refers to undefined agent ${reference}`);
+      } else {
+        addExternalNode(nodes, reference, target);
+      }
+    });
+    // Coded tools that call agents name them in args.tools; only well-formed external references become nodes here.
+    for (const reference of argsToolsOf(agent)) {
+      const target = nodes.has(reference) ? undefined : externalTargetOf(reference);
+      if (target !== undefined) addExternalNode(nodes, reference, target);
+    }
+  }
+
+  const metadata = check.optionalObject(raw, "metadata") ?? {};
+  const description = check.optionalString(metadata, "description", "metadata.description") ?? "";
+  const tags = check.optionalStringList(metadata, "tags", "metadata.tags") ?? [];
+  const llmConfig = check.optionalObject(raw, "llm_config") ?? {};
+  const maxIterations = check.optionalNumber(raw, "max_iterations", { integer: true, minimum: 1 });
+  const maxExecutionSeconds = check.optionalNumber(raw, "max_execution_seconds", { minimum: Number.MIN_VALUE });
+  const errorFormatter = check.optionalString(raw, "error_formatter");
+  if (errorFormatter !== undefined && errorFormatter !== "string" && errorFormatter !== "json") {
+    check.problem("error_formatter", "must be string or json");
+  }
+  const errorFragments = check.optionalStringList(raw, "error_fragments") ?? [];
+  const verbose = raw.verbose;
+  if (verbose !== undefined && typeof verbose !== "boolean" && typeof verbose !== "string") {
+    check.problem("verbose", "must be a boolean or a string");
+  }
+  const llmInfoFile = check.optionalString(raw, "llm_info_file");
+
+  const frontMan = [...nodes.values()][0];
+  if (check.problems.length > 0 || frontMan === undefined) throw new RegistryProblemsError(check.problems);
+
+  return deepFreeze({
+    name: source.name,
+    file: source.file,
+    public: source.public,
+    metadata,
+    description,
+    tags,
+    frontMan,
+    nodes,
+    llmConfig,
+    limits: {
+      maxIterations: maxIterations ?? DEFAULT_LIMITS.maxIterations,
+      maxExecutionSeconds: maxExecutionSeconds ?? DEFAULT_LIMITS.maxExecutionSeconds,
+    },
+    ...(errorFormatter === "string" || errorFormatter === "json" ? { errorFormatter } : {}),
+    errorFragments,
+    ...(typeof verbose === "boolean" || typeof verbose === "string" ? { verbose } : {}),
+    ...(llmInfoFile === undefined ? {} : { llmInfoFile }),
+    raw,
+  });
+}
+
+/** `args.tools` as a list of names: coded tools that delegate to agents name them there. */
+export function argsToolsOf(agent: AgentSpec): string[] {
+  const tools = agent.args?.tools;
+  if (typeof tools === "string") return [tools];
+  if (Array.isArray(tools)) return tools.filter((tool): tool is string => typeof tool === "string");
+  return [];
+}
+
+function addExternalNode(nodes: Map<string, AgentSpec>, reference: string, target: ExternalTarget): void {
+  if (nodes.has(reference)) return;
+  nodes.set(reference, {
+    name: reference,
+    kind: "external_agent",
+    tools: [],
+    displayAs: DEFAULT_DISPLAY_AS.external_agent,
+    structureFormats: [],
+    external: target,
+    raw: {},
+  });
+}
+
+function readAgentSpec(spec: JsonObject, keyPath: string, isFirst: boolean, check: Checker): AgentSpec | undefined {
+  const name = check.optionalString(spec, "name", `${keyPath}.name`);
+  if (name === undefined) {
+    if (spec.name === undefined) check.problem(`${keyPath}.name`, "is required");
+    return undefined;
+  }
+  if (!AGENT_NAME.test(name)) {
+    check.problem(`${keyPath}.name`, "must match [A-Za-z0-9_-]+");
+    return undefined;
+  }
+
+  const className = check.optionalString(spec, "class", `${keyPath}.class`);
+  if (className !== undefined && !/^[\w./-]+\.[A-Za-z_$][\w$]*$/.test(className)) {
+    check.problem(`${keyPath}.class`, "must be module.ClassName");
+  }
+  if (isFirst && className !== undefined) check.problem(`${keyPath}.class`, "the front man cannot be a coded tool");
+  const kind = nodeKindOf({ ...(className === undefined ? {} : { className }) }, isFirst);
+
+  const tools = check.optionalStringList(spec, "tools", `${keyPath}.tools`) ?? [];
+  const structureFormatsValue = spec.structure_formats;
+  const structureFormats =
+    typeof structureFormatsValue === "string"
+      ? [structureFormatsValue]
+      : (check.optionalStringList(spec, "structure_formats", `${keyPath}.structure_formats`) ?? []);
+
+  const functionBlock = check.optionalObject(spec, "function", `${keyPath}.function`);
+  const allowBlock = check.optionalObject(spec, "allow", `${keyPath}.allow`);
+  const instructions = check.optionalString(spec, "instructions", `${keyPath}.instructions`);
+  const command = check.optionalString(spec, "command", `${keyPath}.command`);
+  const args = check.optionalObject(spec, "args", `${keyPath}.args`);
+  const llmConfig = check.optionalObject(spec, "llm_config", `${keyPath}.llm_config`);
+  const displayAs = check.optionalString(spec, "display_as", `${keyPath}.display_as`);
+  const maxMessageHistory = check.optionalNumber(spec, "max_message_history", {
+    keyPath: `${keyPath}.max_message_history`,
+    integer: true,
+    minimum: 0,
+  });
+
+  return {
+    name,
+    kind,
+    keyPath,
+    ...(functionBlock === undefined ? {} : { function: readFunction(functionBlock, `${keyPath}.function`, check) }),
+    ...(instructions === undefined ? {} : { instructions }),
+    ...(command === undefined ? {} : { command }),
+    tools,
+    ...(className === undefined ? {} : { className }),
+    ...(args === undefined ? {} : { args }),
+    ...(llmConfig === undefined ? {} : { llmConfig }),
+    ...(allowBlock === undefined ? {} : { allow: readAllow(allowBlock, `${keyPath}.allow`, check) }),
+    displayAs: displayAs ?? DEFAULT_DISPLAY_AS[kind],
+    ...(maxMessageHistory === undefined ? {} : { maxMessageHistory }),
+    structureFormats,
+    raw: spec,
+  };
+}
+
+function readFunction(block: JsonObject, keyPath: string, check: Checker): AgentFunction {
+  const description = check.optionalString(block, "description", `${keyPath}.description`);
+  const parameters = check.optionalObject(block, "parameters", `${keyPath}.parameters`);
+  const slyDataSchema = check.optionalObject(block, "sly_data_schema", `${keyPath}.sly_data_schema`);
+  const slyDataOutputSchema = check.optionalObject(block, "sly_data_output_schema", `${keyPath}.sly_data_output_schema`);
+  return {
+    ...(description === undefined ? {} : { description }),
+    ...(parameters === undefined ? {} : { parameters }),
+    ...(slyDataSchema === undefined ? {} : { slyDataSchema }),
+    ...(slyDataOutputSchema === undefined ? {} : { slyDataOutputSchema }),
+  };
+}
+
+function readAllow(block: JsonObject, keyPath: string, check: Checker): AllowPolicy {
+  const connectivity = block.connectivity ?? true;
+  if (typeof connectivity !== "boolean") check.problem(`${keyPath}.connectivity`, "must be true or false");
+  const policy: AllowPolicy = { connectivity: connectivity !== false };
+  const directions = [
+    ["to_downstream", "toDownstream"],
+    ["from_downstream", "fromDownstream"],
+    ["to_upstream", "toUpstream"],
+  ] as const;
+  for (const [key, field] of directions) {
+    const direction = check.optionalObject(block, key, `${keyPath}.${key}`);
+    if (direction?.sly_data === undefined) continue;
+    const grant = readGrant(direction.sly_data);
+    if (grant === undefined) {
+      check.problem(`${keyPath}.${key}.sly_data`, "must be true, false, a list of keys or a map of key to true, false or a new name");
+    } else {
+      policy[field] = grant;
+    }
+  }
+  return policy;
+}
+
+function readGrant(value: JsonValue): SlyDataGrant | undefined {
+  if (typeof value === "boolean") return value;
+  if (Array.isArray(value)) return value.every((key) => typeof key === "string") ? (value as string[]) : undefined;
+  if (isObject(value)) {
+    const entries = Object.entries(value);
+    if (entries.every(([, rule]) => typeof rule === "boolean" || typeof rule === "string")) {
+      return value as Record<string, boolean | string>;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * `commondefs.replacement_values`: a string equal to a key becomes that value; `commondefs.replacement_strings`:
+ * `{key}` inside any string becomes the string. Applies to everything but `commondefs` itself; other braces are left as
+ * they are (instructions often hold JSON examples).
+ */
+function applyCommondefs(raw: JsonObject, check: Checker): JsonObject {
+  const commondefs = check.optionalObject(raw, "commondefs");
+  if (commondefs === undefined) return raw;
+  const values = check.optionalObject(commondefs, "replacement_values", "commondefs.replacement_values") ?? {};
+  const strings = check.optionalObject(commondefs, "replacement_strings", "commondefs.replacement_strings") ?? {};
+  const stringReplacements = new Map<string, string>();
+  for (const [key, value] of Object.entries(strings)) {
+    if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") {
+      stringReplacements.set(key, String(value));
+    } else {
+      check.problem(`commondefs.replacement_strings.${key}`, "must be a string, number or boolean");
+    }
+  }
+  const placeholder =
+    stringReplacements.size === 0
+      ? undefined
+      : new RegExp(`\\{(${[...stringReplacements.keys()].map(escapeRegExp).join("|")})\\}`, "g");
+
+  // A replacement value gets the string replacements too, but never another replacement value: no loops.
+  const replace = (value: JsonValue, withValues: boolean): JsonValue => {
+    if (typeof value === "string") {
+      if (withValues && Object.hasOwn(values, value)) return replace(values[value] as JsonValue, false);
+      return placeholder === undefined ? value : value.replace(placeholder, (_, key: string) => stringReplacements.get(key) ?? "");
+    }
+    if (Array.isArray(value)) return value.map((element) => replace(element, withValues));
+    if (isObject(value)) {
+      const copy: JsonObject = {};
+      for (const [key, child] of Object.entries(value)) copy[key] = replace(child, withValues);
+      return copy;
+    }
+    return value;
+  };
+
+  const result: JsonObject = {};
+  for (const [key, value] of Object.entries(raw)) result[key] = key === "commondefs" ? value : replace(value, true);
+  return result;
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+function isObject(value: JsonValue | undefined): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Reads optional typed keys, collecting a problem (file, key path, reason) for each one of the wrong type. */
+class Checker {
+  readonly problems: RegistryProblem[] = [];
+  constructor(private readonly file: string) {}
+
+  problem(key: string, reason: string): void {
+    this.problems.push({ file: this.file, key, reason });
+  }
+
+  optionalObject(container: JsonObject, key: string, keyPath = key): JsonObject | undefined {
+    const value = container[key];
+    if (value === undefined) return undefined;
+    if (isObject(value)) return value;
+    this.problem(keyPath, "must be an object");
+    return undefined;
+  }
+
+  optionalString(container: JsonObject, key: string, keyPath = key): string | undefined {
+    const value = container[key];
+    if (value === undefined) return undefined;
+    if (typeof value === "string") return value;
+    this.problem(keyPath, "must be a string");
+    return undefined;
+  }
+
+  optionalStringList(container: JsonObject, key: string, keyPath = key): string[] | undefined {
+    const value = container[key];
+    if (value === undefined) return undefined;
+    if (Array.isArray(value) && value.every((element) => typeof element === "string")) return value as string[];
+    this.problem(keyPath, "must be a list of strings");
+    return undefined;
+  }
+
+  optionalNumber(
+    container: JsonObject,
+    key: string,
+    rules: { keyPath?: string; integer?: boolean; minimum?: number } = {},
+  ): number | undefined {
+    const value = container[key];
+    const keyPath = rules.keyPath ?? key;
+    if (value === undefined) return undefined;
+    if (typeof value !== "number" || (rules.integer && !Number.isInteger(value))) {
+      this.problem(keyPath, rules.integer ? "must be an integer" : "must be a number");
+      return undefined;
+    }
+    if (rules.minimum !== undefined && value < rules.minimum) {
+      this.problem(keyPath, rules.minimum === Number.MIN_VALUE ? "must be positive" : `must be at least ${rules.minimum}`);
+      return undefined;
+    }
+    return value;
+  }
+}
+
+/** Networks are shared by every request: freeze them so no request can change another's view. */
+function deepFreeze<T>(value: T): T {
+  if (value instanceof Map) {
+    for (const entry of value.values()) deepFreeze(entry);
+    // A frozen Map can still be mutated through set/delete; callers see it as ReadonlyMap.
+    return Object.freeze(value);
+  }
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}

@@ -1,0 +1,237 @@
+import { stat } from "node:fs/promises";
+import path from "node:path";
+
+import { agentNotFound } from "../errors.js";
+import type { Logger } from "../logger.js";
+import { connectivityOf, functionOf, listingOf, type AgentListing, type ConnectivityEntry } from "./connectivity.js";
+import { HoconError, parseHoconFile, type HoconOptions } from "./hocon.js";
+import { readManifest, type ManifestEntry } from "./manifest.js";
+import { buildNetwork, type AgentFunction, type AgentNetwork } from "./network.js";
+import { RegistryProblemsError, describeProblem, problemOfHoconError, type RegistryProblem } from "./problem.js";
+
+export interface AgentRegistryOptions {
+  /** `AGENT_MANIFEST_FILE`; network paths in it are relative to it. */
+  manifestFile: string;
+  /** Where `include "registries/x.hocon"` is looked for when it is not next to the including file. */
+  projectRoot: string;
+  logger?: Logger;
+  /** Let `${NAME}` in network files read the environment. Off: their text reaches clients and LLMs. */
+  allowEnvironmentSubstitution?: boolean;
+}
+
+/** One consistent view of the served networks; a reload builds a new one and swaps it in whole. */
+interface Snapshot {
+  /** Served networks in manifest order. */
+  networks: ReadonlyMap<string, AgentNetwork>;
+  problems: readonly RegistryProblem[];
+  /** Every file the snapshot was read from, with what it looked like then. */
+  fingerprints: ReadonlyMap<string, string>;
+}
+
+const EMPTY: Snapshot = { networks: new Map(), problems: [], fingerprints: new Map() };
+
+/**
+ * The agent networks this server serves, read from the manifest once and kept in memory. A broken network file is a
+ * problem (reported, logged) that takes no other network down; a broken manifest on reload keeps the previous set.
+ */
+export class AgentRegistry {
+  private snapshot: Snapshot = EMPTY;
+  private reloads: Promise<unknown> = Promise.resolve();
+  private timer: NodeJS.Timeout | undefined;
+  private checking = false;
+  private readonly connectivityCache = new WeakMap<AgentNetwork, ConnectivityEntry[]>();
+  private readonly manifestFile: string;
+  private readonly hoconOptions: HoconOptions;
+
+  private constructor(private readonly options: AgentRegistryOptions) {
+    this.manifestFile = path.resolve(options.manifestFile);
+    this.hoconOptions = {
+      projectRoot: path.resolve(options.projectRoot),
+      allowEnvironment: options.allowEnvironmentSubstitution ?? false,
+    };
+  }
+
+  /** Throws RegistryProblemsError when the manifest cannot be read: there is nothing to serve. */
+  static async load(options: AgentRegistryOptions): Promise<AgentRegistry> {
+    const registry = new AgentRegistry(options);
+    await registry.reload({ throwOnBrokenManifest: true });
+    return registry;
+  }
+
+  get(name: string): AgentNetwork | undefined {
+    return this.snapshot.networks.get(name);
+  }
+
+  /** Private networks too: they are callable, only unlisted. */
+  require(name: string): AgentNetwork {
+    const network = this.snapshot.networks.get(name);
+    if (network === undefined) throw agentNotFound(name);
+    return network;
+  }
+
+  /** Every served network, public or not, in manifest order. */
+  networks(): AgentNetwork[] {
+    return [...this.snapshot.networks.values()];
+  }
+
+  /** What List answers: public networks in manifest order. */
+  listPublic(): AgentListing[] {
+    return this.networks()
+      .filter((network) => network.public)
+      .map(listingOf);
+  }
+
+  /** Computed once per loaded network; each call gets its own copy. */
+  connectivity(name: string): ConnectivityEntry[] {
+    const network = this.require(name);
+    let entries = this.connectivityCache.get(network);
+    if (entries === undefined) {
+      entries = connectivityOf(network);
+      this.connectivityCache.set(network, entries);
+    }
+    return entries.map((entry) => ({ ...entry, tools: [...entry.tools] }));
+  }
+
+  function(name: string): AgentFunction {
+    return functionOf(this.require(name));
+  }
+
+  /** What went wrong in the last reload: the manifest's problems, or each broken entry and network file. */
+  get problems(): readonly RegistryProblem[] {
+    return this.snapshot.problems;
+  }
+
+  /**
+   * Re-reads the manifest and every served file, then swaps the new set in at once. Reloads run one at a time.
+   * A network file that fails keeps its previously loaded version (if any) serving; a manifest that fails keeps the
+   * whole previous set.
+   */
+  reload(options: { throwOnBrokenManifest?: boolean } = {}): Promise<readonly RegistryProblem[]> {
+    const run = this.reloads.then(() => this.reloadNow(options.throwOnBrokenManifest ?? false));
+    this.reloads = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Reloads when any file the current set was read from changed, appeared or disappeared. */
+  async reloadIfChanged(): Promise<boolean> {
+    if (!(await this.filesChanged())) return false;
+    await this.reload();
+    return true;
+  }
+
+  /** Hot reload (`AGENT_MANIFEST_UPDATE_PERIOD_SECONDS`); 0 or less turns it off. The timer never keeps the process up. */
+  watch(periodSeconds: number): void {
+    this.close();
+    if (!(periodSeconds > 0)) return;
+    this.timer = setInterval(() => void this.checkForChanges(), periodSeconds * 1000);
+    this.timer.unref();
+  }
+
+  close(): void {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  private async checkForChanges(): Promise<void> {
+    if (this.checking) return;
+    this.checking = true;
+    try {
+      await this.reloadIfChanged();
+    } catch (error) {
+      this.options.logger?.error({ err: error }, "agent registry hot reload failed");
+    } finally {
+      this.checking = false;
+    }
+  }
+
+  private async filesChanged(): Promise<boolean> {
+    for (const [file, fingerprint] of this.snapshot.fingerprints) {
+      if ((await fingerprintOf(file)) !== fingerprint) return true;
+    }
+    return false;
+  }
+
+  private async reloadNow(throwOnBrokenManifest: boolean): Promise<readonly RegistryProblem[]> {
+    const previous = this.snapshot;
+    let manifest;
+    try {
+      manifest = await readManifest(this.manifestFile, this.hoconOptions);
+    } catch (error) {
+      if (!(error instanceof RegistryProblemsError) || throwOnBrokenManifest) throw error;
+      this.log(error.problems, "agent manifest problem; still serving the previous networks");
+      // Watch the same files as they are now, so only the next edit (not this one again) triggers a reload.
+      const fingerprints = await fingerprintsOf([...previous.fingerprints.keys(), this.manifestFile]);
+      this.snapshot = { networks: previous.networks, problems: error.problems, fingerprints };
+      return error.problems;
+    }
+
+    const served = manifest.entries.filter((entry) => entry.serve);
+    const loads = await Promise.all(served.map((entry) => this.loadNetwork(entry)));
+
+    const networks = new Map<string, AgentNetwork>();
+    const problems: RegistryProblem[] = [...manifest.problems];
+    const files = new Set(manifest.files);
+    served.forEach((entry, index) => {
+      const loaded = loads[index];
+      if (loaded === undefined) return;
+      for (const file of loaded.files) files.add(file);
+      if ("network" in loaded) {
+        networks.set(entry.name, loaded.network);
+        return;
+      }
+      problems.push(...loaded.problems);
+      const stale = previous.networks.get(entry.name);
+      if (stale !== undefined && stale.file === entry.file) {
+        networks.set(entry.name, stale.public === entry.public ? stale : Object.freeze({ ...stale, public: entry.public }));
+        problems.push({ file: entry.file, reason: `still serving the version of ${entry.name} loaded before` });
+      }
+    });
+
+    this.snapshot = { networks, problems, fingerprints: await fingerprintsOf(files) };
+    this.log(problems, "agent network problem");
+    this.options.logger?.info(
+      { manifest: this.manifestFile, networks: [...networks.keys()], problems: problems.length },
+      "agent networks loaded",
+    );
+    return problems;
+  }
+
+  private async loadNetwork(
+    entry: ManifestEntry,
+  ): Promise<({ network: AgentNetwork } | { problems: RegistryProblem[] }) & { files: string[] }> {
+    let parsed;
+    try {
+      parsed = await parseHoconFile(entry.file, this.hoconOptions);
+    } catch (error) {
+      if (!(error instanceof HoconError)) throw error;
+      return { problems: [problemOfHoconError(error)], files: error.files };
+    }
+    try {
+      const network = buildNetwork({ name: entry.name, file: entry.file, public: entry.public, raw: parsed.value });
+      return { network, files: parsed.files };
+    } catch (error) {
+      if (!(error instanceof RegistryProblemsError)) throw error;
+      return { problems: error.problems, files: parsed.files };
+    }
+  }
+
+  private log(problems: readonly RegistryProblem[], message: string): void {
+    for (const problem of problems) {
+      this.options.logger?.warn({ ...problem, problem: describeProblem(problem) }, message);
+    }
+  }
+}
+
+async function fingerprintsOf(files: Iterable<string>): Promise<Map<string, string>> {
+  return new Map(await Promise.all([...new Set(files)].map(async (file) => [file, await fingerprintOf(file)] as const)));
+}
+
+/** Modification time, size and inode: cheap, and a rewrite of a file changes at least one of them in practice. */
+async function fingerprintOf(file: string): Promise<string> {
+  try {
+    const info = await stat(file);
+    return `${info.mtimeMs}:${info.size}:${info.ino}`;
+  } catch {
+    return "missing";
+  }
+}

@@ -1,0 +1,264 @@
+import { describe, expect, it } from "vitest";
+
+import type { JsonObject } from "../../src/agents/hocon.js";
+import { buildNetwork, type AgentNetwork } from "../../src/agents/network.js";
+import { RegistryProblemsError, type RegistryProblem } from "../../src/agents/problem.js";
+
+const FILE = "/networks/example.hocon";
+
+function build(raw: JsonObject, isPublic = true): AgentNetwork {
+  return buildNetwork({ name: "example", file: FILE, public: isPublic, raw });
+}
+
+function problemsOf(raw: JsonObject): RegistryProblem[] {
+  try {
+    build(raw);
+  } catch (error) {
+    expect(error).toBeInstanceOf(RegistryProblemsError);
+    return (error as RegistryProblemsError).problems;
+  }
+  throw new Error("expected the network to be invalid");
+}
+
+describe("a network's nodes", () => {
+  const network = build({
+    tools: [
+      { name: "Front", tools: ["Thinker", "Adder", "/other_network", "https://agents.example.com:8443/remote"] },
+      { name: "Thinker", instructions: "Think." },
+      { name: "Adder", class: "adder.Adder", args: { tools: ["Thinker", "/third"] } },
+    ],
+  });
+
+  it("makes the first spec the front man", () => {
+    expect(network.frontMan.name).toBe("Front");
+    expect(network.frontMan.kind).toBe("front_man");
+  });
+
+  it("tells LLM agents, coded tools and external agents apart", () => {
+    expect([...network.nodes.values()].map((node) => [node.name, node.kind])).toEqual([
+      ["Front", "front_man"],
+      ["Thinker", "llm_agent"],
+      ["Adder", "coded_tool"],
+      ["/other_network", "external_agent"],
+      ["https://agents.example.com:8443/remote", "external_agent"],
+      ["/third", "external_agent"],
+    ]);
+  });
+
+  it("says where an external agent's calls go", () => {
+    expect(network.nodes.get("/other_network")?.external).toEqual({ kind: "same_server", network: "other_network" });
+    expect(network.nodes.get("https://agents.example.com:8443/remote")?.external).toEqual({
+      kind: "other_server",
+      url: "https://agents.example.com:8443/remote",
+      network: "remote",
+    });
+  });
+
+  it("defaults display_as by kind and keeps an explicit one", () => {
+    const displayed = build({
+      tools: [
+        { name: "Front", tools: ["Tool", "Shown", "/x"] },
+        { name: "Tool", class: "tool.Tool" },
+        { name: "Shown", display_as: "special" },
+      ],
+    });
+    expect([...displayed.nodes.values()].map((node) => node.displayAs)).toEqual([
+      "llm_agent",
+      "coded_tool",
+      "special",
+      "external_agent",
+    ]);
+  });
+
+  it("reads the agent spec keys", () => {
+    const detailed = build({
+      tools: [
+        {
+          name: "Front",
+          function: {
+            description: "Does things.",
+            parameters: { type: "object" },
+            sly_data_schema: { type: "object", properties: {} },
+            sly_data_output_schema: { type: "object" },
+          },
+          instructions: "Be brief.",
+          max_message_history: 4,
+          structure_formats: "json",
+          llm_config: { temperature: 0.1 },
+          allow: {
+            connectivity: false,
+            to_upstream: { sly_data: ["total"] },
+            to_downstream: { sly_data: true },
+            from_downstream: { sly_data: { id: "their_id", secret: false } },
+          },
+          tools: ["Helper"],
+        },
+        { name: "Helper", command: "Answer in one line.", structure_formats: ["json"] },
+      ],
+    });
+    expect(detailed.frontMan).toMatchObject({
+      function: {
+        description: "Does things.",
+        parameters: { type: "object" },
+        slyDataSchema: { type: "object", properties: {} },
+        slyDataOutputSchema: { type: "object" },
+      },
+      instructions: "Be brief.",
+      maxMessageHistory: 4,
+      structureFormats: ["json"],
+      llmConfig: { temperature: 0.1 },
+      allow: {
+        connectivity: false,
+        toUpstream: ["total"],
+        toDownstream: true,
+        fromDownstream: { id: "their_id", secret: false },
+      },
+    });
+    expect(detailed.nodes.get("Helper")).toMatchObject({ command: "Answer in one line.", structureFormats: ["json"] });
+  });
+});
+
+describe("network-level keys", () => {
+  it("default max_iterations to 20, max_execution_seconds to 120, description and tags to empty", () => {
+    const network = build({ tools: [{ name: "Front" }] });
+    expect(network.limits).toEqual({ maxIterations: 20, maxExecutionSeconds: 120 });
+    expect(network.description).toBe("");
+    expect(network.tags).toEqual([]);
+    expect(network.llmConfig).toEqual({});
+    expect(network.errorFragments).toEqual([]);
+  });
+
+  it("read limits, metadata, llm_config and error settings, passing other metadata through", () => {
+    const network = build({
+      llm_config: { model_name: "gpt-4o-mini" },
+      max_iterations: 7,
+      max_execution_seconds: 2.5,
+      error_formatter: "json",
+      error_fragments: ["Traceback"],
+      verbose: true,
+      llm_info_file: "llm_info.hocon",
+      metadata: { description: "Helps.", tags: ["a", "b"], owner: "team" },
+      tools: [{ name: "Front" }],
+    });
+    expect(network).toMatchObject({
+      llmConfig: { model_name: "gpt-4o-mini" },
+      limits: { maxIterations: 7, maxExecutionSeconds: 2.5 },
+      errorFormatter: "json",
+      errorFragments: ["Traceback"],
+      verbose: true,
+      llmInfoFile: "llm_info.hocon",
+      description: "Helps.",
+      tags: ["a", "b"],
+      metadata: { description: "Helps.", tags: ["a", "b"], owner: "team" },
+    });
+  });
+
+  it("is frozen: no request can change what the next one sees", () => {
+    const network = build({ metadata: { tags: ["a"] }, tools: [{ name: "Front", function: { parameters: { type: "object" } } }] });
+    expect(Object.isFrozen(network)).toBe(true);
+    expect(Object.isFrozen(network.tags)).toBe(true);
+    expect(Object.isFrozen(network.frontMan.function?.parameters)).toBe(true);
+    expect(() => (network.tags as string[]).push("b")).toThrow();
+  });
+});
+
+describe("commondefs", () => {
+  const network = build({
+    commondefs: {
+      replacement_strings: { product: "Axon", year: 2025 },
+      replacement_values: { shared_parameters: { type: "object", description: "About {product}." } },
+    },
+    metadata: { description: "All about {product} in {year}." },
+    tools: [
+      {
+        name: "Front",
+        instructions: 'Talk about {product}. Reply as JSON like {"answer": "..."}; leave {unknown} alone.',
+        function: { description: "{product} helper", parameters: "shared_parameters" },
+        tools: ["Helper"],
+      },
+      { name: "Helper", instructions: "shared_parameters is only replaced when it is the whole string" },
+    ],
+  });
+
+  it("replace {key} in every string and leave other braces alone", () => {
+    expect(network.description).toBe("All about Axon in 2025.");
+    expect(network.frontMan.instructions).toBe('Talk about Axon. Reply as JSON like {"answer": "..."}; leave {unknown} alone.');
+    expect(network.frontMan.function?.description).toBe("Axon helper");
+  });
+
+  it("replace a string equal to a replacement_values key with the value, itself string-replaced", () => {
+    expect(network.frontMan.function?.parameters).toEqual({ type: "object", description: "About Axon." });
+    expect(network.nodes.get("Helper")?.instructions).toBe("shared_parameters is only replaced when it is the whole string");
+  });
+
+  it("leave commondefs itself as written", () => {
+    expect(network.raw.commondefs).toEqual({
+      replacement_strings: { product: "Axon", year: 2025 },
+      replacement_values: { shared_parameters: { type: "object", description: "About {product}." } },
+    });
+  });
+});
+
+describe("validation", () => {
+  it("requires a non-empty tools list", () => {
+    expect(problemsOf({})).toEqual([{ file: FILE, key: "tools", reason: "must be a non-empty list of agent specs" }]);
+    expect(problemsOf({ tools: [] })).toEqual([{ file: FILE, key: "tools", reason: "must be a non-empty list of agent specs" }]);
+  });
+
+  it("names the file, key path and reason of every problem at once", () => {
+    expect(
+      problemsOf({
+        max_iterations: "many",
+        metadata: { tags: "not-a-list" },
+        tools: [
+          { name: "Front", tools: ["Helper", "Ghost"] },
+          { name: "Helper" },
+          { instructions: "I have no name." },
+          { name: "bad name!" },
+          { name: "Helper" },
+          "not an object",
+        ],
+      }),
+    ).toEqual([
+      { file: FILE, key: "tools[5]", reason: "must be an object" },
+      { file: FILE, key: "tools[2].name", reason: "is required" },
+      { file: FILE, key: "tools[3].name", reason: "must match [A-Za-z0-9_-]+" },
+      { file: FILE, key: "tools[4].name", reason: "duplicate agent name Helper" },
+      { file: FILE, key: "tools[0].tools[1]", reason: "refers to undefined agent Ghost" },
+      { file: FILE, key: "metadata.tags", reason: "must be a list of strings" },
+      { file: FILE, key: "max_iterations", reason: "must be an integer" },
+    ]);
+  });
+
+  it("refuses a front man that is a coded tool", () => {
+    expect(problemsOf({ tools: [{ name: "Front", class: "front.Front" }] })).toEqual([
+      { file: FILE, key: "tools[0].class", reason: "the front man cannot be a coded tool" },
+    ]);
+  });
+
+  it("refuses malformed references, classes and limits", () => {
+    expect(
+      problemsOf({
+        max_execution_seconds: 0,
+        error_formatter: "yaml",
+        tools: [
+          { name: "Front", tools: ["ftp://host/x", "/not/a/network"], max_message_history: -1 },
+          { name: "Tool", class: "NoModule", allow: { connectivity: "no", to_upstream: { sly_data: [1] } } },
+        ],
+      }),
+    ).toEqual([
+      { file: FILE, key: "tools[0].max_message_history", reason: "must be at least 0" },
+      { file: FILE, key: "tools[1].class", reason: "must be module.ClassName" },
+      { file: FILE, key: "tools[1].allow.connectivity", reason: "must be true or false" },
+      {
+        file: FILE,
+        key: "tools[1].allow.to_upstream.sly_data",
+        reason: "must be true, false, a list of keys or a map of key to true, false or a new name",
+      },
+      { file: FILE, key: "tools[0].tools[0]", reason: "refers to undefined agent ftp://host/x" },
+      { file: FILE, key: "tools[0].tools[1]", reason: "refers to undefined agent /not/a/network" },
+      { file: FILE, key: "max_execution_seconds", reason: "must be positive" },
+      { file: FILE, key: "error_formatter", reason: "must be string or json" },
+    ]);
+  });
+});

@@ -1,0 +1,252 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+
+import { AgentRegistry } from "../../src/agents/registry.js";
+import { RegistryProblemsError } from "../../src/agents/problem.js";
+import { AxonError, Code } from "../../src/errors.js";
+import type { Logger } from "../../src/logger.js";
+import { NetworkFolder, smallNetwork } from "./fixture.js";
+
+let folder: NetworkFolder | undefined;
+let registry: AgentRegistry | undefined;
+afterEach(async () => {
+  registry?.close();
+  registry = undefined;
+  await folder?.remove();
+  folder = undefined;
+});
+
+async function loadRegistry(files: Record<string, string>, logger?: Logger): Promise<AgentRegistry> {
+  folder = await NetworkFolder.create(files);
+  registry = await AgentRegistry.load({
+    manifestFile: folder.path("registries/manifest.hocon"),
+    projectRoot: folder.root,
+    ...(logger ? { logger } : {}),
+  });
+  return registry;
+}
+
+function recordingLogger() {
+  const warnings: Record<string, unknown>[] = [];
+  const logger = {
+    warn: (fields: Record<string, unknown>) => warnings.push(fields),
+    info: () => undefined,
+    error: () => undefined,
+  } as unknown as Logger;
+  return { logger, warnings };
+}
+
+describe("serving networks", () => {
+  it("lists public networks in manifest order and keeps private ones callable but unlisted", async () => {
+    const agents = await loadRegistry({
+      "registries/manifest.hocon": `{
+        "zulu.hocon": true
+        "alpha.hocon": true
+        "secret.hocon": {serve: true, public: false}
+        "unserved.hocon": false
+      }`,
+      "registries/zulu.hocon": smallNetwork("Zulu"),
+      "registries/alpha.hocon": smallNetwork("Alpha"),
+      "registries/secret.hocon": smallNetwork("Secret"),
+      "registries/unserved.hocon": smallNetwork("Unserved"),
+    });
+    expect(agents.listPublic()).toEqual([
+      { agentName: "zulu", description: "Zulu", tags: ["test"] },
+      { agentName: "alpha", description: "Alpha", tags: ["test"] },
+    ]);
+    expect(agents.get("secret")?.public).toBe(false);
+    expect(agents.require("secret").description).toBe("Secret");
+    expect(agents.get("unserved")).toBeUndefined();
+    expect(agents.networks().map((network) => network.name)).toEqual(["zulu", "alpha", "secret"]);
+  });
+
+  it("answers connectivity and function by network name", async () => {
+    const agents = await loadRegistry({
+      "registries/manifest.hocon": `"net.hocon": true`,
+      "registries/net.hocon": smallNetwork("Net"),
+    });
+    expect(agents.connectivity("net")).toEqual([
+      { origin: "Front", tools: ["Helper"], displayAs: "llm_agent" },
+      { origin: "Helper", tools: [], displayAs: "llm_agent" },
+    ]);
+    expect(agents.function("net")).toEqual({ description: "Net" });
+    // Callers get their own copy.
+    agents.connectivity("net")[0]!.tools.push("Mutated");
+    expect(agents.connectivity("net")[0]!.tools).toEqual(["Helper"]);
+  });
+
+  it("answers an unknown network with NOT_FOUND AGENT_NOT_FOUND naming it in metadata", async () => {
+    const agents = await loadRegistry({ "registries/manifest.hocon": `{}` });
+    expect(agents.get("nope")).toBeUndefined();
+    for (const call of [() => agents.require("nope"), () => agents.connectivity("nope"), () => agents.function("nope")]) {
+      let thrown: unknown;
+      try {
+        call();
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown).toBeInstanceOf(AxonError);
+      expect(thrown).toMatchObject({
+        code: Code.NotFound,
+        reason: "AGENT_NOT_FOUND",
+        message: "agent network not found",
+        metadata: { agent_name: "nope" },
+      });
+      expect((thrown as AxonError).message).not.toMatch(/[/:,?#&=+$@;]/);
+    }
+  });
+
+  it("reports a network file that is not valid HOCON, logs it, and still serves the others", async () => {
+    const { logger, warnings } = recordingLogger();
+    const agents = await loadRegistry(
+      {
+        "registries/manifest.hocon": `"good.hocon": true\n"broken.hocon": true\n"invalid.hocon": true\n"missing.hocon": true`,
+        "registries/good.hocon": smallNetwork("Good"),
+        "registries/broken.hocon": `tools: [\n  { name: "Front" \n`,
+        "registries/invalid.hocon": `tools: [{ name: "Front", tools: ["Ghost"] }]`,
+      },
+      logger,
+    );
+    expect(agents.listPublic().map((listing) => listing.agentName)).toEqual(["good"]);
+    const broken = folder!.path("registries/broken.hocon");
+    const invalid = folder!.path("registries/invalid.hocon");
+    const missing = folder!.path("registries/missing.hocon");
+    expect(agents.problems).toEqual([
+      { file: broken, line: expect.any(Number), reason: expect.any(String) },
+      { file: invalid, key: "tools[0].tools[0]", reason: "refers to undefined agent Ghost" },
+      { file: missing, reason: "file not found" },
+    ]);
+    expect(warnings.map((warning) => warning.file)).toEqual([broken, invalid, missing]);
+    expect(warnings[1]).toMatchObject({ key: "tools[0].tools[0]", reason: "refers to undefined agent Ghost" });
+  });
+
+  it("refuses to start from a manifest that cannot be read", async () => {
+    folder = await NetworkFolder.create({ "registries/manifest.hocon": `{ "a.hocon": ` });
+    await expect(
+      AgentRegistry.load({ manifestFile: folder.path("registries/manifest.hocon"), projectRoot: folder.root }),
+    ).rejects.toBeInstanceOf(RegistryProblemsError);
+    await expect(
+      AgentRegistry.load({ manifestFile: folder.path("registries/absent.hocon"), projectRoot: folder.root }),
+    ).rejects.toThrow(/file not found/);
+  });
+
+  it("loads many networks quickly, parsing each once", async () => {
+    const files: Record<string, string> = {};
+    const lines: string[] = [];
+    for (let index = 0; index < 100; index += 1) {
+      files[`registries/net_${index}.hocon`] = smallNetwork(`Network ${index}`);
+      lines.push(`"net_${index}.hocon": true`);
+    }
+    files["registries/manifest.hocon"] = lines.join("\n");
+    const started = performance.now();
+    const agents = await loadRegistry(files);
+    expect(agents.listPublic()).toHaveLength(100);
+    // Generous: a few hundred milliseconds here; this only catches accidental quadratic work.
+    expect(performance.now() - started).toBeLessThan(10_000);
+  });
+});
+
+describe("reloading", () => {
+  it("picks up changed, added and removed networks on reload", async () => {
+    const agents = await loadRegistry({
+      "registries/manifest.hocon": `"one.hocon": true\n"two.hocon": true`,
+      "registries/one.hocon": smallNetwork("One"),
+      "registries/two.hocon": smallNetwork("Two"),
+    });
+    const before = agents.require("one");
+    await folder!.write({
+      "registries/manifest.hocon": `"one.hocon": true\n"three.hocon": {public: false}`,
+      "registries/one.hocon": smallNetwork("One, revised"),
+      "registries/three.hocon": smallNetwork("Three"),
+    });
+    expect(await agents.reload()).toEqual([]);
+    expect(agents.require("one").description).toBe("One, revised");
+    expect(agents.get("two")).toBeUndefined();
+    expect(agents.get("three")?.public).toBe(false);
+    // Whoever held the old network keeps a consistent, unchanged copy.
+    expect(before.description).toBe("One");
+  });
+
+  it("keeps serving the previous set when the manifest breaks, and recovers when it is fixed", async () => {
+    const agents = await loadRegistry({
+      "registries/manifest.hocon": `"one.hocon": true`,
+      "registries/one.hocon": smallNetwork("One"),
+    });
+    await folder!.write({ "registries/manifest.hocon": `"one.hocon": [` });
+    const problems = await agents.reload();
+    expect(problems).toEqual([{ file: folder!.path("registries/manifest.hocon"), line: expect.any(Number), reason: expect.any(String) }]);
+    expect(agents.problems).toEqual(problems);
+    expect(agents.require("one").description).toBe("One");
+    // Retried on the next edit, not on every check.
+    expect(await agents.reloadIfChanged()).toBe(false);
+
+    await folder!.write({ "registries/manifest.hocon": `"one.hocon": true\n"two.hocon": true`, "registries/two.hocon": smallNetwork("Two") });
+    expect(await agents.reloadIfChanged()).toBe(true);
+    expect(agents.problems).toEqual([]);
+    expect(agents.get("two")?.description).toBe("Two");
+  });
+
+  it("keeps the last good version of a network whose file breaks, while updating the others", async () => {
+    const agents = await loadRegistry({
+      "registries/manifest.hocon": `"steady.hocon": true\n"fragile.hocon": true`,
+      "registries/steady.hocon": smallNetwork("Steady"),
+      "registries/fragile.hocon": smallNetwork("Fragile"),
+    });
+    await folder!.write({
+      "registries/steady.hocon": smallNetwork("Steady, revised"),
+      "registries/fragile.hocon": `tools: [{ name: "Front", tools: ["Ghost"] }]`,
+    });
+    const problems = await agents.reload();
+    const fragile = folder!.path("registries/fragile.hocon");
+    expect(problems).toEqual([
+      { file: fragile, key: "tools[0].tools[0]", reason: "refers to undefined agent Ghost" },
+      { file: fragile, reason: "still serving the version of fragile loaded before" },
+    ]);
+    expect(agents.require("fragile").description).toBe("Fragile");
+    expect(agents.require("steady").description).toBe("Steady, revised");
+  });
+
+  it("reloads only when a served file or one it includes changed", async () => {
+    const agents = await loadRegistry({
+      "registries/manifest.hocon": `"styled.hocon": true`,
+      "registries/styled.hocon": `include "style.hocon"\n${smallNetwork("Styled")}\nmetadata.tags: [\${style}]`,
+      "registries/style.hocon": `style: "calm"`,
+    });
+    expect(agents.require("styled").tags).toEqual(["calm"]);
+    expect(await agents.reloadIfChanged()).toBe(false);
+
+    await folder!.write({ "registries/style.hocon": `style: "excited"` });
+    expect(await agents.reloadIfChanged()).toBe(true);
+    expect(agents.require("styled").tags).toEqual(["excited"]);
+    expect(await agents.reloadIfChanged()).toBe(false);
+  });
+
+  it("watches on a timer when a period is set and stops on close", async () => {
+    const agents = await loadRegistry({
+      "registries/manifest.hocon": `"live.hocon": true`,
+      "registries/live.hocon": smallNetwork("Live"),
+    });
+    agents.watch(0.02);
+    await folder!.write({ "registries/live.hocon": smallNetwork("Live, edited") });
+    await vi.waitFor(() => expect(agents.require("live").description).toBe("Live, edited"), { timeout: 5_000, interval: 10 });
+
+    agents.close();
+    const reload = vi.spyOn(agents, "reload");
+    await folder!.write({ "registries/live.hocon": smallNetwork("Live, after close") });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(reload).not.toHaveBeenCalled();
+    expect(agents.require("live").description).toBe("Live, edited");
+  });
+
+  it("runs overlapping reloads one after another, the last one winning", async () => {
+    const agents = await loadRegistry({
+      "registries/manifest.hocon": `"net.hocon": true`,
+      "registries/net.hocon": smallNetwork("First"),
+    });
+    await folder!.write({ "registries/net.hocon": smallNetwork("Second") });
+    const first = agents.reload();
+    await folder!.write({ "registries/net.hocon": smallNetwork("Third") });
+    const second = agents.reload();
+    await Promise.all([first, second]);
+    expect(agents.require("net").description).toBe("Third");
+  });
+});
