@@ -1,0 +1,26 @@
+import { ChatFilter_ChatFilterType as ChatFilterType } from "../gen/neuro_san/api/grpc/agent_pb.js";
+import { ChatMessage_ChatMessageType as MessageType, type ChatMessage } from "../gen/neuro_san/api/grpc/chat_pb.js";
+
+/**
+ * MINIMAL (also UNKNOWN or anything unrecognized) lets only the final AGENT_FRAMEWORK message through;
+ * MAXIMAL lets every message with content through.
+ */
+export async function* filterChatMessages(
+  messages: AsyncIterable<ChatMessage>,
+  filter: ChatFilterType,
+): AsyncIterable<ChatMessage> {
+  const maximal = filter === ChatFilterType.MAXIMAL;
+  for await (const message of messages) {
+    if (message.type === MessageType.AGENT_FRAMEWORK || (maximal && hasContent(message))) yield message;
+  }
+}
+
+function hasContent(message: ChatMessage): boolean {
+  return (
+    message.text !== "" ||
+    message.structure !== undefined ||
+    message.slyData !== undefined ||
+    message.chatContext !== undefined ||
+    message.mimeData.length > 0
+  );
+}

@@ -1,0 +1,56 @@
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { ChatRunner } from "../agents/chat-runner.js";
+import { filterChatMessages } from "../agents/filters.js";
+import type { AgentNetwork } from "../agents/network.js";
+import type { AgentRegistry } from "../agents/registry.js";
+import { invalidArgument } from "../errors.js";
+import { ChatFilter_ChatFilterType as ChatFilterType, type AgentService } from "../gen/neuro_san/api/grpc/agent_pb.js";
+import { pathAgentNameKey, requestMetadataKey, streamStartKey } from "./context.js";
+
+/** AgentService: protobuf in, domain calls, protobuf out. Errors are mapped by the interceptor. */
+export function agentService(registry: AgentRegistry, chats: ChatRunner): ServiceImpl<typeof AgentService> {
+  return {
+    function(request, context) {
+      const network = networkOf(registry, request.agentName, context);
+      const spec = registry.function(network.name);
+      return Object.keys(spec).length > 0 ? { function: spec } : {};
+    },
+
+    connectivity(request, context) {
+      const network = networkOf(registry, request.agentName, context);
+      return { connectivityInfo: registry.connectivity(network.name) };
+    },
+
+    async *streamingChat(request, context) {
+      const network = networkOf(registry, request.agentName, context);
+      const messages = await chats.start({
+        network,
+        text: request.userMessage?.text ?? "",
+        mimeData: request.userMessage?.mimeData ?? [],
+        slyData: request.slyData ?? {},
+        chatContext: request.chatContext,
+        metadata: context.values.get(requestMetadataKey),
+        signal: context.signal,
+      });
+      context.values.get(streamStartKey)();
+      const filter = request.chatFilter?.chatFilterType ?? ChatFilterType.MINIMAL;
+      const echo = filter === ChatFilterType.MAXIMAL ? { request } : {};
+      for await (const message of filterChatMessages(messages, filter)) {
+        yield { ...echo, response: message };
+      }
+      // A chat cut short (client gone, deadline, shutdown) must not end like a finished one.
+      context.signal.throwIfAborted();
+    },
+  };
+}
+
+/** The network a call is about: the `agent_name` field, or neuro-san's `/<agent>.AgentService/<Method>` path. */
+function networkOf(registry: AgentRegistry, agentName: string, context: HandlerContext): AgentNetwork {
+  const name = agentName || context.values.get(pathAgentNameKey);
+  if (!name) {
+    throw invalidArgument("AGENT_NAME_REQUIRED", "agent_name is required", [
+      { field: "agent_name", description: "name the agent network, in the field or in the method path" },
+    ]);
+  }
+  return registry.require(name);
+}

@@ -1,0 +1,107 @@
+import http from "node:http";
+import http2 from "node:http2";
+import net from "node:net";
+
+export type HttpRequest = http.IncomingMessage | http2.Http2ServerRequest;
+export type HttpResponse = http.ServerResponse | http2.Http2ServerResponse;
+export type RequestHandler = (req: HttpRequest, res: HttpResponse) => void;
+
+export interface ListenerOptions {
+  port: number;
+  host: string;
+  /** A socket that sends nothing never reaches http's own timeouts behind the peek: give it its own. */
+  firstByteTimeoutMs?: number;
+  maxHeaderBytes?: number;
+}
+
+export interface Listener {
+  readonly port: number;
+  /**
+   * Stops accepting, lets open requests and streams finish for `graceMs`, then calls `onGraceExpired`
+   * (to cancel what is still running) and destroys what is left.
+   */
+  close(graceMs: number, onGraceExpired?: () => void): Promise<void>;
+}
+
+/**
+ * One TCP port for HTTP/1.1 and cleartext HTTP/2 (gRPC needs h2c, browsers and curl speak HTTP/1.1).
+ * Node's `allowHTTP1` only works with TLS, so we peek at the first bytes and hand the socket over.
+ */
+export async function listen(handler: RequestHandler, options: ListenerOptions): Promise<Listener> {
+  const maxHeaderSize = options.maxHeaderBytes ?? 16 * 1024;
+  const http1Server = http.createServer({ maxHeaderSize, requestTimeout: 0, headersTimeout: 30_000, keepAliveTimeout: 5_000 }, handler);
+  // This server never listens itself (the peeking TCP server hands it sockets), but "listening" is what starts
+  // its connection tracking: headersTimeout/requestTimeout and closeIdleConnections depend on it.
+  http1Server.emit("listening");
+  const http2Server = http2.createServer({ maxSendHeaderBlockLength: maxHeaderSize, settings: { maxHeaderListSize: maxHeaderSize } }, handler);
+  const sockets = new Set<net.Socket>();
+  const sessions = new Set<http2.ServerHttp2Session>();
+  http2Server.on("session", (session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+  });
+  const firstByteTimeoutMs = options.firstByteTimeoutMs ?? 10_000;
+
+  const tcpServer = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+    socket.on("error", () => socket.destroy());
+    socket.setTimeout(firstByteTimeoutMs, () => socket.destroy());
+    peek(socket, (head, isHttp2) => {
+      socket.setTimeout(0);
+      socket.unshift(head);
+      (isHttp2 ? http2Server : http1Server).emit("connection", socket);
+      process.nextTick(() => socket.resume());
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    tcpServer.once("error", reject);
+    tcpServer.listen(options.port, options.host, () => resolve());
+  });
+  const address = tcpServer.address() as net.AddressInfo;
+
+  return {
+    port: address.port,
+    async close(graceMs, onGraceExpired) {
+      const closed = new Promise<void>((resolve) => tcpServer.close(() => resolve()));
+      // GOAWAY lets HTTP/2 clients finish their streams and open no new ones.
+      for (const session of sessions) session.close();
+      http1Server.close();
+      const waitForSockets = async (ms: number): Promise<void> => {
+        const deadline = performance.now() + ms;
+        while (sockets.size > 0 && performance.now() < deadline) {
+          // Keep-alive connections become idle as their last response ends: close each as it does.
+          http1Server.closeIdleConnections();
+          await sleep(25);
+        }
+      };
+      await waitForSockets(graceMs);
+      if (sockets.size > 0) {
+        onGraceExpired?.();
+        // Give cancelled handlers a moment to send their final status before the sockets go.
+        await waitForSockets(500);
+        for (const socket of sockets) socket.destroy();
+      }
+      await closed;
+    },
+  };
+}
+
+/** Waits for enough bytes to tell the HTTP/2 preface ("PRI * HTTP/2.0") from an HTTP/1.1 request line. */
+function peek(socket: net.Socket, onHead: (head: Buffer, isHttp2: boolean) => void): void {
+  let head = Buffer.alloc(0);
+  const onData = (chunk: Buffer): void => {
+    head = Buffer.concat([head, chunk]);
+    const start = head.subarray(0, 3).toString("latin1");
+    if (head.length < 3 && "PRI".startsWith(start)) return;
+    socket.off("data", onData);
+    socket.pause();
+    onHead(head, start === "PRI");
+  };
+  socket.on("data", onData);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,30 @@
+import type { ConnectRouter } from "@connectrpc/connect";
+import type { ChatRunner } from "../agents/chat-runner.js";
+import type { AgentRegistry } from "../agents/registry.js";
+import { Health } from "../gen/grpc/health/v1/health_pb.js";
+import { ServerReflection } from "../gen/grpc/reflection/v1/reflection_pb.js";
+import { ServerReflection as ServerReflectionV1Alpha } from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
+import { AgentService } from "../gen/neuro_san/api/grpc/agent_pb.js";
+import { ConciergeService } from "../gen/neuro_san/api/grpc/concierge_pb.js";
+import { agentService } from "./agent-service.js";
+import { conciergeService } from "./concierge-service.js";
+import { servedFiles, servedServices } from "./descriptors.js";
+import { healthService, type HealthState } from "./health.js";
+import { reflectionServiceV1, reflectionServiceV1Alpha } from "./reflection.js";
+
+export interface Services {
+  registry: AgentRegistry;
+  chats: ChatRunner;
+  health: HealthState;
+}
+
+/** Every RPC service, registered once; REST reaches the same handlers through the transcoder. */
+export function routes({ registry, chats, health }: Services) {
+  return (router: ConnectRouter): void => {
+    router.service(ConciergeService, conciergeService(registry));
+    router.service(AgentService, agentService(registry, chats));
+    router.service(Health, healthService(health));
+    router.service(ServerReflection, reflectionServiceV1(servedFiles, servedServices));
+    router.service(ServerReflectionV1Alpha, reflectionServiceV1Alpha(servedFiles, servedServices));
+  };
+}

@@ -1,0 +1,73 @@
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { describe, expect, it } from "vitest";
+import { AgentService, ChatFilter_ChatFilterType as ChatFilterType } from "../../src/gen/neuro_san/api/grpc/agent_pb.js";
+import { ScriptedChats } from "../support/scripted-chat.js";
+import { projectRoot, startTestServer } from "../support/server.js";
+import { fixtureEnv } from "./expectations.js";
+
+describe("graceful shutdown", () => {
+  it("lets a stream finish within the grace period and refuses new connections", async () => {
+    const server = await startTestServer({ env: { ...fixtureEnv, AXON_SHUTDOWN_GRACE_SECONDS: "5" } });
+    const agents = createClient(AgentService, createGrpcTransport({ baseUrl: server.url }));
+    const stream = agents.streamingChat({
+      agentName: "greeter",
+      userMessage: { text: "slow 5" },
+      chatFilter: { chatFilterType: ChatFilterType.MAXIMAL },
+    });
+    const iterator = stream[Symbol.asyncIterator]();
+    await iterator.next();
+    const closing = server.close();
+    expect(server.health.ready).toBe(false);
+    const rest = [];
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) rest.push(next.value);
+    expect(rest.at(-1)?.response?.text).toBe("echo slow 5 (turn 1)");
+    await closing;
+    await expect(fetch(`${server.url}/healthz`)).rejects.toThrow();
+  });
+
+  it("cancels streams still running when the grace period ends", async () => {
+    const chats = new ScriptedChats();
+    const server = await startTestServer({ env: { ...fixtureEnv, AXON_SHUTDOWN_GRACE_SECONDS: "1" }, chats });
+    const agents = createClient(AgentService, createGrpcTransport({ baseUrl: server.url }));
+    const iterator = agents
+      .streamingChat({ agentName: "greeter", userMessage: { text: "hang" }, chatFilter: { chatFilterType: ChatFilterType.MAXIMAL } })
+      [Symbol.asyncIterator]();
+    await iterator.next();
+    const started = performance.now();
+    await server.close();
+    expect(performance.now() - started).toBeGreaterThanOrEqual(900);
+    const error = await (async () => {
+      for (let next = await iterator.next(); !next.done; next = await iterator.next());
+    })().then(() => undefined, (e: unknown) => ConnectError.from(e));
+    expect(error?.code).toBe(Code.Unavailable);
+    expect(chats.cancelled).toHaveLength(1);
+  });
+
+  it("the process drains and exits 0 on SIGTERM", async () => {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+      cwd: projectRoot,
+      env: { ...process.env, ...fixtureEnv, AGENT_HTTP_PORT: "0", AXON_HOST: "127.0.0.1", LOG_LEVEL: "info" },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    const lines = createInterface({ input: child.stdout! });
+    const logs: Record<string, unknown>[] = [];
+    const serving = new Promise<Record<string, unknown>>((resolve) =>
+      lines.on("line", (line) => {
+        const entry = JSON.parse(line);
+        logs.push(entry);
+        if (typeof entry.url === "string") resolve(entry);
+      }),
+    );
+    const started = await serving;
+    expect(started.networks).toEqual(["greeter", "relay"]);
+    expect((await fetch(`${String(started.url).replace("localhost", "127.0.0.1")}/readyz`)).status).toBe(200);
+    // "close" (not "exit"): the last log lines are read by then.
+    const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    expect(logs.map((entry) => entry.msg)).toEqual(expect.arrayContaining(["draining", "stopped"]));
+  });
+});
