@@ -1,0 +1,56 @@
+import type * as http from "node:http";
+import type * as http2 from "node:http2";
+import type { JsonValue } from "@bufbuild/protobuf";
+import type { ConnectError } from "@connectrpc/connect";
+import { mergeNonProtocolHeaders } from "@connectrpc/connect/protocol";
+import { errorInfoOf, httpStatusOf, statusJson } from "../status.js";
+import { requestTooLargeReason } from "./request-body.js";
+
+export type RestServerResponse = http.ServerResponse | http2.Http2ServerResponse;
+
+/**
+ * What the transcoder needs of a response, met by both the HTTP/1 and the HTTP/2 compatibility
+ * response (their own overloads make the union uncallable).
+ */
+export interface ResponseSink {
+  statusCode: number;
+  readonly headersSent: boolean;
+  readonly writableEnded: boolean;
+  setHeader(name: string, value: string | number | readonly string[]): unknown;
+  writeHead(statusCode: number): unknown;
+  /** HTTP/1 only: writeHead alone waits for the first body write. */
+  flushHeaders?(): void;
+  write(chunk: string): boolean;
+  end(): unknown;
+  end(chunk: string): unknown;
+  once(event: "close" | "drain" | "finish", listener: () => void): unknown;
+  off(event: "close" | "drain" | "finish", listener: () => void): unknown;
+}
+
+export function writeJson(res: ResponseSink, status: number, json: JsonValue, headers?: Headers): void {
+  if (headers !== undefined) setHeaders(res, headers);
+  const body = JSON.stringify(json);
+  res.statusCode = status;
+  res.setHeader("content-type", "application/json");
+  res.setHeader("content-length", Buffer.byteLength(body));
+  res.end(body);
+}
+
+/** A plain HTTP error: google.rpc.Status JSON with the mapped HTTP status. */
+export function writeStatusError(res: ResponseSink, error: ConnectError, options: { status?: number; headers?: Headers } = {}): void {
+  writeJson(res, options.status ?? restHttpStatusOf(error), statusJson(error), options.headers);
+}
+
+/** The standard code mapping, except an oversized body, which HTTP clients know as 413. */
+export function restHttpStatusOf(error: ConnectError): number {
+  return errorInfoOf(error)?.reason === requestTooLargeReason ? 413 : httpStatusOf(error.code);
+}
+
+/** The service's own response headers, without the Connect/gRPC protocol ones. */
+export function setHeaders(res: ResponseSink, headers: Headers): void {
+  const visible = new Headers();
+  mergeNonProtocolHeaders(visible, headers);
+  visible.forEach((value, name) => {
+    res.setHeader(name, value);
+  });
+}

@@ -1,0 +1,57 @@
+import type { JsonValue } from "@bufbuild/protobuf";
+import { setHeaders, type ResponseSink } from "./http-response.js";
+
+export const jsonLinesContentType = "application/json-lines";
+
+/**
+ * neuro-san's streaming body: status 200 and the headers go out at once when the stream starts, then
+ * one JSON value per line, each written (and so sent) as soon as it exists.
+ */
+export class JsonLinesWriter {
+  #started = false;
+
+  constructor(
+    private readonly res: ResponseSink,
+    /** Aborts when the client has gone: nothing more is written. */
+    private readonly signal: AbortSignal,
+  ) {}
+
+  get started(): boolean {
+    return this.#started;
+  }
+
+  /** Sends the 200 and the headers, once; `headers` are the service's own, if it has any yet. */
+  start(headers?: Headers): void {
+    if (this.#started || this.signal.aborted || this.res.headersSent) return;
+    this.#started = true;
+    if (headers !== undefined) setHeaders(this.res, headers);
+    this.res.setHeader("content-type", jsonLinesContentType);
+    this.res.setHeader("cache-control", "no-cache");
+    this.res.writeHead(200);
+    this.res.flushHeaders?.();
+  }
+
+  /** Writes one line; resolves once the socket can take more (or the client has gone). */
+  async writeLine(json: JsonValue): Promise<void> {
+    this.start();
+    if (this.signal.aborted || this.res.writableEnded) return;
+    if (this.res.write(`${JSON.stringify(json)}\n`)) return;
+    await this.drained();
+  }
+
+  end(): void {
+    if (!this.res.writableEnded) this.res.end();
+  }
+
+  private drained(): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        this.res.off("drain", done);
+        this.signal.removeEventListener("abort", done);
+        resolve();
+      };
+      this.res.once("drain", done);
+      this.signal.addEventListener("abort", done, { once: true });
+    });
+  }
+}

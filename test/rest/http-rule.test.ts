@@ -1,0 +1,62 @@
+import { describe, expect, it } from "vitest";
+import { restServices } from "../../src/server/descriptors.js";
+import { compileRestRoutes, findRoute } from "../../src/server/rest/http-rule.js";
+import { libraryService } from "./library-service.js";
+
+const summary = (services = restServices) =>
+  compileRestRoutes(services).map((route) => `${route.httpMethod} ${route.template} body=${route.body} -> ${route.method.name}`);
+
+describe("http rules", () => {
+  it("neuro-san's four routes come from the descriptors", () => {
+    expect(summary().sort()).toEqual([
+      "GET /api/v1/list body= -> List",
+      "GET /api/v1/{agent_name}/connectivity body= -> Connectivity",
+      "GET /api/v1/{agent_name}/function body= -> Function",
+      "POST /api/v1/{agent_name}/streaming_chat body=* -> StreamingChat",
+    ]);
+  });
+
+  it("additional bindings are routes of the same method, and methods without a rule have none", () => {
+    const routes = summary([libraryService()]);
+    expect(routes.filter((route) => route.endsWith("GetBook"))).toEqual([
+      "GET /v1/{name=shelves/*/books/*} body= -> GetBook",
+      "GET /v1/books/{name}:peek body= -> GetBook",
+    ]);
+    expect(routes.some((route) => route.endsWith("Unrouted"))).toBe(false);
+  });
+
+  it("a custom rule uses its own kind as the HTTP method", () => {
+    const service = libraryService({ pattern: { case: "custom", value: { kind: "search", path: "/v1/books:search" } } });
+    expect(summary([service])).toContain("SEARCH /v1/books:search body= -> GetBook");
+  });
+
+  it.each([
+    [{ pattern: { case: "get" as const, value: "/v1/{missing}" } }, "not a singular scalar field"],
+    [{ pattern: { case: "get" as const, value: "/v1/{name" } }, "unbalanced"],
+    [{ pattern: { case: "post" as const, value: "/v1/books" }, body: "nope" }, "body field nope does not exist"],
+    [{ pattern: { case: "get" as const, value: "/v1/books" }, responseBody: "title" }, "response_body is not supported"],
+  ])("a rule that cannot be served fails at start-up (%#)", (rule, message) => {
+    expect(() => compileRestRoutes([libraryService(rule)])).toThrow(message);
+  });
+
+  describe("finding a route", () => {
+    const routes = compileRestRoutes(restServices);
+
+    it("finds the rule whose template and method fit", () => {
+      const match = findRoute(routes, "get", "/api/v1/math_guy/connectivity");
+      expect(match.kind).toBe("found");
+      if (match.kind !== "found") return;
+      expect(match.route.method.name).toBe("Connectivity");
+      expect(Object.fromEntries(match.variables)).toEqual({ agent_name: "math_guy" });
+    });
+
+    it("a path no template fits is not ours", () => {
+      expect(findRoute(routes, "GET", "/healthz")).toEqual({ kind: "none" });
+      expect(findRoute(routes, "GET", "/api/v1/a/b/c")).toEqual({ kind: "none" });
+    });
+
+    it("a path that fits with another method names the methods allowed", () => {
+      expect(findRoute(routes, "GET", "/api/v1/math_guy/streaming_chat")).toEqual({ kind: "wrong-method", allowedMethods: ["POST"] });
+    });
+  });
+});
