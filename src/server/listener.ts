@@ -35,6 +35,8 @@ export async function listen(handler: RequestHandler, options: ListenerOptions):
   http1Server.emit("listening");
   const http2Server = http2.createServer({ maxSendHeaderBlockLength: maxHeaderSize, settings: { maxHeaderListSize: maxHeaderSize } }, handler);
   const sockets = new Set<net.Socket>();
+  // Connected but not yet handed to a server: nothing is in flight on them.
+  const undecided = new Set<net.Socket>();
   const sessions = new Set<http2.ServerHttp2Session>();
   http2Server.on("session", (session) => {
     sessions.add(session);
@@ -44,10 +46,15 @@ export async function listen(handler: RequestHandler, options: ListenerOptions):
 
   const tcpServer = net.createServer((socket) => {
     sockets.add(socket);
-    socket.once("close", () => sockets.delete(socket));
+    undecided.add(socket);
+    socket.once("close", () => {
+      sockets.delete(socket);
+      undecided.delete(socket);
+    });
     socket.on("error", () => socket.destroy());
     socket.setTimeout(firstByteTimeoutMs, () => socket.destroy());
     peek(socket, (head, isHttp2) => {
+      undecided.delete(socket);
       socket.setTimeout(0);
       socket.unshift(head);
       (isHttp2 ? http2Server : http1Server).emit("connection", socket);
@@ -68,6 +75,7 @@ export async function listen(handler: RequestHandler, options: ListenerOptions):
       // GOAWAY lets HTTP/2 clients finish their streams and open no new ones.
       for (const session of sessions) session.close();
       http1Server.close();
+      for (const socket of undecided) socket.destroy();
       const waitForSockets = async (ms: number): Promise<void> => {
         const deadline = performance.now() + ms;
         while (sockets.size > 0 && performance.now() < deadline) {

@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { Code, ConnectError, createConnectRouter, createContextValues, type ContextValues } from "@connectrpc/connect";
 import {
   compressionBrotli,
@@ -47,6 +48,8 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
   const { config, logger, health } = options;
   const metrics = new Metrics();
   const shutdown = new AbortController();
+  // Every call links its own signal to this one: far more than the default 10 listeners.
+  setMaxListeners(0, shutdown.signal);
   const router = createConnectRouter({
     interceptors: [observeCalls({ logger, metrics, forwardedMetadata: config.forwardedRequestMetadata })],
     acceptCompression: [compressionGzip, compressionBrotli],
