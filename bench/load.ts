@@ -1,0 +1,61 @@
+import { performance } from "node:perf_hooks";
+
+/** One request; resolves when the whole response has arrived, rejects if it was not a success. */
+export type Call = () => Promise<void>;
+
+export interface LoadOptions {
+  concurrency: number;
+  warmupMs: number;
+  durationMs: number;
+}
+
+export interface LoadResult {
+  requests: number;
+  errors: number;
+  seconds: number;
+  /** Every successful request's latency, sorted ascending. */
+  latenciesMs: number[];
+  /** Client process CPU over the measured window, in cores (1 = one core busy). */
+  clientCores: number;
+}
+
+/**
+ * A closed loop: `concurrency` callers each send the next request as soon as the last one is answered, for a
+ * fixed time. The warm-up runs the same loop first and is thrown away (JIT, connection setup, socket buffers).
+ */
+export async function runLoad(call: Call, options: LoadOptions): Promise<LoadResult> {
+  await loop(call, options.concurrency, options.warmupMs);
+  const cpuBefore = process.cpuUsage();
+  const result = await loop(call, options.concurrency, options.durationMs);
+  const cpu = process.cpuUsage(cpuBefore);
+  return { ...result, clientCores: (cpu.user + cpu.system) / 1000 / (result.seconds * 1000) };
+}
+
+async function loop(call: Call, concurrency: number, durationMs: number): Promise<Omit<LoadResult, "clientCores">> {
+  const latenciesMs: number[] = [];
+  let errors = 0;
+  let firstError: unknown;
+  const started = performance.now();
+  const deadline = started + durationMs;
+  const caller = async (): Promise<void> => {
+    while (performance.now() < deadline) {
+      const sent = performance.now();
+      try {
+        await call();
+        latenciesMs.push(performance.now() - sent);
+      } catch (error) {
+        errors++;
+        firstError ??= error;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, caller));
+  const seconds = (performance.now() - started) / 1000;
+  // A run where nothing succeeded measures nothing; say why rather than print a table of zeros.
+  if (latenciesMs.length === 0) throw new Error(`every request failed: ${String(firstError)}`);
+  return { requests: latenciesMs.length, errors, seconds, latenciesMs: latenciesMs.sort((a, b) => a - b) };
+}
+
+export function percentile(sortedMs: number[], fraction: number): number {
+  return sortedMs[Math.min(sortedMs.length - 1, Math.floor(fraction * sortedMs.length))] ?? Number.NaN;
+}
