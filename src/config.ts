@@ -17,6 +17,8 @@ export interface Config {
   logLevel: string;
   /** Largest request body or message accepted, in bytes. */
   maxRequestBytes: number;
+  /** Keep-alive AGENT_PROGRESS on idle MAXIMAL streams after this many seconds; 0 = off. */
+  heartbeatSeconds: number;
   /** How long in-flight streams may run after SIGTERM before they are cancelled. */
   shutdownGraceSeconds: number;
 }
@@ -38,6 +40,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = p
     logLevel: env.LOG_LEVEL ?? "info",
     maxRequestBytes: integer(env, "AXON_MAX_REQUEST_BYTES", 4 * 1024 * 1024),
     shutdownGraceSeconds: integer(env, "AXON_SHUTDOWN_GRACE_SECONDS", 10),
+    heartbeatSeconds: integer(env, "AGENT_HEARTBEAT_SECONDS", 0),
   };
 }
 

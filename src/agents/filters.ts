@@ -3,7 +3,7 @@ import { ChatMessage_ChatMessageType as MessageType, type ChatMessage } from "..
 
 /**
  * MINIMAL (also UNKNOWN or anything unrecognized) lets only the final AGENT_FRAMEWORK message through;
- * MAXIMAL lets every message with content through.
+ * MAXIMAL lets every message with content through, and the empty AGENT_PROGRESS keep-alive heartbeats.
  */
 export async function* filterChatMessages(
   messages: AsyncIterable<ChatMessage>,
@@ -11,7 +11,8 @@ export async function* filterChatMessages(
 ): AsyncIterable<ChatMessage> {
   const maximal = filter === ChatFilterType.MAXIMAL;
   for await (const message of messages) {
-    if (message.type === MessageType.AGENT_FRAMEWORK || (maximal && hasContent(message))) yield message;
+    if (message.type === MessageType.AGENT_FRAMEWORK) yield message;
+    else if (maximal && (hasContent(message) || message.type === MessageType.AGENT_PROGRESS)) yield message;
   }
 }
 

@@ -83,6 +83,7 @@ export interface AgentNetwork {
 export const DEFAULT_LIMITS: NetworkLimits = Object.freeze({ maxIterations: 20, maxExecutionSeconds: 120 });
 
 const AGENT_NAME = /^[A-Za-z0-9_-]+$/;
+const CODED_TOOL_CLASS = /^[A-Za-z_][\w-]*(\.[A-Za-z_][\w-]*)*\.[A-Za-z_$][\w$]*$/;
 const SAME_SERVER_REFERENCE = /^\/([A-Za-z0-9_-]+)$/;
 
 export const DEFAULT_DISPLAY_AS: Record<NodeKind, string> = {
@@ -236,8 +237,10 @@ function readAgentSpec(spec: JsonObject, keyPath: string, isFirst: boolean, chec
   }
 
   const className = check.optionalString(spec, "class", `${keyPath}.class`);
-  if (className !== undefined && !/^[\w./-]+\.[A-Za-z_$][\w$]*$/.test(className)) {
-    check.problem(`${keyPath}.class`, "must be module.ClassName");
+  // Dotted identifiers only: `pkg.module.Class` maps to <tool path>/pkg/module.*, so no class can name a
+  // file outside the tool path (no `..`, no `/`).
+  if (className !== undefined && !CODED_TOOL_CLASS.test(className)) {
+    check.problem(`${keyPath}.class`, "must be module.ClassName, with dotted identifiers only");
   }
   if (isFirst && className !== undefined) check.problem(`${keyPath}.class`, "the front man cannot be a coded tool");
   const kind = nodeKindOf({ ...(className === undefined ? {} : { className }) }, isFirst);

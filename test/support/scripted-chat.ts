@@ -39,7 +39,7 @@ export class ScriptedChats implements ChatRunner {
     const frontMan = [{ tool: turn.network.frontMan.name, instantiationIndex: 1 }];
     yield message({ type: MessageType.AGENT, origin: frontMan, structure: { invoking_start: true } });
     yield message({ type: MessageType.AI, origin: frontMan, text: `thinking about ${turn.text}` });
-    yield message({ type: MessageType.AGENT_PROGRESS, origin: frontMan }); // empty: never streamed
+    yield message({ type: MessageType.AGENT, origin: frontMan }); // empty: never streamed
     if (turn.text === "fail midway") {
       throw new AxonError(Code.Unavailable, "SCRIPTED_FAILURE", "the scripted network failed midway");
     }

@@ -1,0 +1,37 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { Origin } from "../gen/neuro_san/api/grpc/chat_pb.js";
+import type { ChatSession } from "./chat-session.js";
+import { CodedToolActivation } from "./coded-tools.js";
+import { ExternalAgentActivation } from "./external-agent.js";
+import { LlmAgentActivation } from "./llm-agent.js";
+import type { AgentSpec } from "./network.js";
+
+/** Who is calling a node: its origin (the callee's parent) and spec (whose `allow` policy applies). */
+export interface Caller {
+  origin: Origin[];
+  spec: AgentSpec;
+}
+
+/** One call of a node as a tool: arguments in, the tool result text out. */
+export interface Activation {
+  invoke(args: JsonObject, caller: Caller): Promise<ToolResult>;
+}
+
+export interface ToolResult {
+  text: string;
+  /** The callee's origin, for AGENT_TOOL_RESULT's tool_result_origin. */
+  origin: Origin[];
+}
+
+/** The one place that decides which kind of node a spec describes and what runs it. */
+export function activationOf(session: ChatSession, spec: AgentSpec): Activation {
+  switch (spec.kind) {
+    case "coded_tool":
+      return new CodedToolActivation(session, spec);
+    case "external_agent":
+      return new ExternalAgentActivation(session, spec);
+    case "llm_agent":
+    case "front_man":
+      return new LlmAgentActivation(session, spec);
+  }
+}

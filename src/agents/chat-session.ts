@@ -1,0 +1,84 @@
+import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
+import type { Logger } from "../logger.js";
+import type { LlmClient, LlmUsage } from "../llm/llm.js";
+import { ChatMessageSchema, OriginSchema, type ChatMessage, type Origin } from "../gen/neuro_san/api/grpc/chat_pb.js";
+import type { CodedToolLoader } from "./coded-tools.js";
+import type { AgentFunction, AgentNetwork, AgentSpec } from "./network.js";
+
+export type MessageInit = MessageInitShape<typeof ChatMessageSchema>;
+
+/** Token accounting of a whole request, nested networks included. */
+export interface Usage extends LlmUsage {
+  successfulRequests: number;
+}
+
+/** What a session needs from the process: LLMs, coded tools, other networks. */
+export interface SessionServices {
+  llmFor(network: AgentNetwork, spec: AgentSpec): LlmClient;
+  codedTools: CodedToolLoader;
+  /** The front man's function block of another network of this server, to describe `/name` to an LLM. */
+  functionOf(network: string): AgentFunction | undefined;
+  /** Runs another network of this server for an external node `/name`. */
+  runNetwork(name: string, input: NetworkInput, parent: ChatSession): Promise<NetworkAnswer>;
+  logger: Logger;
+}
+
+export interface NetworkInput {
+  text: string;
+  slyData: JsonObject;
+}
+
+export interface NetworkAnswer {
+  text: string;
+  structure?: JsonObject;
+  /** Already filtered by the network's `to_upstream` policy. */
+  slyData: JsonObject;
+}
+
+/**
+ * The state of one request through one network: its sly_data (shared by the nodes, read and written by
+ * coded tools), instantiation counters, and where its messages go. Nothing outlives the request.
+ */
+export class ChatSession {
+  private readonly instantiations = new Map<string, number>();
+
+  constructor(
+    readonly network: AgentNetwork,
+    public slyData: JsonObject,
+    readonly signal: AbortSignal,
+    readonly metadata: Record<string, string>,
+    readonly services: SessionServices,
+    readonly usage: Usage,
+    private readonly sink: (message: ChatMessage) => void,
+    /** How many networks deep this session runs (a network calling `/other` nests one level). */
+    readonly depth = 0,
+  ) {}
+
+  /** The origin of a new activation of `tool` under `parent`; indexes count per request and name, from 1. */
+  originOf(parent: Origin[], tool: string): Origin[] {
+    const index = (this.instantiations.get(tool) ?? 0) + 1;
+    this.instantiations.set(tool, index);
+    return [...parent, create(OriginSchema, { tool, instantiationIndex: index })];
+  }
+
+  emit(message: MessageInit): void {
+    this.sink(create(ChatMessageSchema, message));
+  }
+
+  addUsage(usage: LlmUsage): void {
+    this.usage.promptTokens += usage.promptTokens;
+    this.usage.completionTokens += usage.completionTokens;
+    this.usage.totalTokens += usage.totalTokens;
+    this.usage.cost += usage.cost;
+    this.usage.successfulRequests += 1;
+  }
+
+  /** A nested session for another network of this server: its own sly_data and counters, same request. */
+  nested(network: AgentNetwork, slyData: JsonObject): ChatSession {
+    return new ChatSession(network, slyData, this.signal, this.metadata, this.services, this.usage, () => {}, this.depth + 1);
+  }
+}
+
+export function emptyUsage(): Usage {
+  return { promptTokens: 0, completionTokens: 0, totalTokens: 0, cost: 0, successfulRequests: 0 };
+}

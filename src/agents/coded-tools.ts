@@ -1,0 +1,104 @@
+import { existsSync, realpathSync } from "node:fs";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import { Code } from "@connectrpc/connect";
+import { AxonError } from "../errors.js";
+import { ChatMessage_ChatMessageType as MessageType } from "../gen/neuro_san/api/grpc/chat_pb.js";
+import type { Activation, Caller, ToolResult } from "./activation.js";
+import type { ChatSession } from "./chat-session.js";
+import type { AgentSpec } from "./network.js";
+
+/** What a coded tool gets besides its arguments and the request's sly_data. */
+export interface CodedToolContext {
+  /** Streams an AGENT_PROGRESS message with this structure. */
+  reportProgress(structure: JsonObject): void;
+  /** Forwarded request metadata (request_id, user_id, ...). */
+  metadata: Record<string, string>;
+  /** Aborted when the chat is cancelled: long work should stop. */
+  signal: AbortSignal;
+}
+
+/** A coded tool class: `asyncInvoke` is preferred; `invoke` may also return a promise. */
+export interface CodedTool {
+  asyncInvoke?(args: JsonObject, slyData: JsonObject, context: CodedToolContext): unknown;
+  invoke?(args: JsonObject, slyData: JsonObject): unknown;
+}
+
+type CodedToolClass = new () => CodedTool;
+
+const extensions = [".js", ".mjs", ".ts"];
+
+/**
+ * Finds coded tools under AGENT_TOOL_PATH: `class: "calculator.Calculator"` of network `math_guy` is the
+ * export `Calculator` of `<tool path>/math_guy/calculator.{js,mjs,ts}`, else `<tool path>/calculator.*`.
+ */
+export class CodedToolLoader {
+  private readonly root: string;
+  private readonly classes = new Map<string, Promise<CodedToolClass>>();
+
+  constructor(toolPath: string) {
+    this.root = path.resolve(toolPath);
+  }
+
+  load(network: string, className: string): Promise<CodedToolClass> {
+    const key = `${network}/${className}`;
+    let loaded = this.classes.get(key);
+    if (!loaded) {
+      loaded = this.import(network, className);
+      this.classes.set(key, loaded);
+      loaded.catch(() => this.classes.delete(key));
+    }
+    return loaded;
+  }
+
+  private async import(network: string, className: string): Promise<CodedToolClass> {
+    const parts = className.split(".");
+    const exportName = parts.pop()!;
+    const modulePath = path.join(...parts);
+    const candidates = [network, ""].flatMap((dir) => extensions.map((ext) => path.join(this.root, dir, modulePath + ext)));
+    const file = candidates.find((candidate) => existsSync(candidate));
+    if (!file) throw codedToolError("CODED_TOOL_NOT_FOUND", "no module for the coded tool class", className);
+    // The class grammar keeps paths inside the tool path; a symbolic link must not lead out of it either.
+    const real = realpathSync(file);
+    if (!real.startsWith(realpathSync(this.root) + path.sep)) {
+      throw codedToolError("CODED_TOOL_OUTSIDE_TOOL_PATH", "the coded tool resolves outside the tool path", className);
+    }
+    const module = (await import(pathToFileURL(real).href)) as Record<string, unknown>;
+    const exported = module[exportName];
+    if (typeof exported !== "function") throw codedToolError("CODED_TOOL_NOT_FOUND", "the module does not export the class", className);
+    return exported as CodedToolClass;
+  }
+}
+
+function codedToolError(reason: string, message: string, className: string): AxonError {
+  return new AxonError(Code.FailedPrecondition, reason, message, { metadata: { class: className } });
+}
+
+/** A coded tool called by an LLM: static `args` override the LLM's; it may read and write sly_data. */
+export class CodedToolActivation implements Activation {
+  constructor(
+    private readonly session: ChatSession,
+    private readonly spec: AgentSpec,
+  ) {}
+
+  async invoke(llmArgs: JsonObject, caller: Caller): Promise<ToolResult> {
+    const { session, spec } = this;
+    const origin = session.originOf(caller.origin, spec.name);
+    const args = { ...llmArgs, ...spec.args };
+    session.emit({ type: MessageType.AGENT, origin, structure: { tool_start: true, tool_args: args } });
+    const ToolClass = await session.services.codedTools.load(session.network.name, spec.className!);
+    const tool = new ToolClass();
+    const context: CodedToolContext = {
+      reportProgress: (structure) => session.emit({ type: MessageType.AGENT_PROGRESS, origin, structure }),
+      metadata: session.metadata,
+      signal: session.signal,
+    };
+    const output = tool.asyncInvoke
+      ? await tool.asyncInvoke(args, session.slyData, context)
+      : await tool.invoke?.(args, session.slyData);
+    const text = typeof output === "string" ? output : JSON.stringify((output ?? null) as JsonValue);
+    session.emit({ type: MessageType.AGENT, origin, structure: { tool_end: true, tool_output: text } });
+    return { text, origin };
+  }
+}

@@ -1,0 +1,132 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { ChatMessage_ChatMessageType as MessageType, type Origin } from "../gen/neuro_san/api/grpc/chat_pb.js";
+import type { LlmMessage, LlmTool, LlmToolCall } from "../llm/llm.js";
+import { activationOf, type Activation, type Caller, type ToolResult } from "./activation.js";
+import type { ChatSession } from "./chat-session.js";
+import { toolErrorText } from "./tool-errors.js";
+import type { AgentSpec } from "./network.js";
+
+/**
+ * An LLM node (the front man, or a sub-agent called as a tool): one conversation with its LLM, offering
+ * the node's `tools`, running each tool call the LLM makes, until the LLM answers without one.
+ */
+export class LlmAgent {
+  private readonly tools: Map<string, AgentSpec>;
+  private readonly llmTools: LlmTool[];
+
+  constructor(
+    private readonly session: ChatSession,
+    readonly spec: AgentSpec,
+  ) {
+    const named = toolNames(spec.tools);
+    this.tools = new Map();
+    this.llmTools = [];
+    for (const [reference, name] of named) {
+      const tool = session.network.nodes.get(reference);
+      if (!tool) continue;
+      this.tools.set(name, tool);
+      this.llmTools.push({ name, ...describeTool(session, tool) });
+    }
+  }
+
+  /** Runs the conversation and returns the node's answer; `history` is what came before `input`. */
+  async converse(origin: Origin[], history: LlmMessage[], input: string): Promise<string> {
+    const { session, spec } = this;
+    const llm = session.services.llmFor(session.network, spec);
+    const instructions = spec.instructions ?? "";
+    const messages: LlmMessage[] = [{ role: "system", content: instructions }, ...history, { role: "user", content: input }];
+    session.emit({ type: MessageType.SYSTEM, text: instructions, origin });
+    session.emit({ type: MessageType.HUMAN, text: input, origin });
+
+    for (let iteration = 0; iteration < session.network.limits.maxIterations; iteration++) {
+      session.signal.throwIfAborted();
+      const response = await llm.complete({ messages, tools: this.llmTools, signal: session.signal });
+      session.addUsage(response.usage);
+      if (response.text !== "" || response.toolCalls.length === 0) {
+        session.emit({ type: MessageType.AI, text: response.text, origin });
+      }
+      if (response.toolCalls.length === 0) return response.text;
+      messages.push({ role: "assistant", content: response.text, toolCalls: response.toolCalls });
+      const caller: Caller = { origin, spec };
+      const results = await Promise.all(response.toolCalls.map((call) => this.callTool(call, caller)));
+      response.toolCalls.forEach((call, index) => messages.push({ role: "tool", toolCallId: call.id, content: results[index]! }));
+    }
+    const stopped = `${spec.name} stopped after max_iterations (${session.network.limits.maxIterations}) without an answer.`;
+    session.emit({ type: MessageType.AI, text: stopped, origin });
+    return stopped;
+  }
+
+  private async callTool(call: LlmToolCall, caller: Caller): Promise<string> {
+    const { session } = this;
+    const tool = this.tools.get(call.name);
+    if (!tool) return toolErrorText(session.network, call.name, `there is no tool named ${call.name}`);
+    if (call.argumentsError) return toolErrorText(session.network, tool.name, `the arguments were not valid JSON: ${call.argumentsError}`);
+    session.emit({
+      type: MessageType.AGENT,
+      origin: caller.origin,
+      structure: { invoking_start: true, invoked_agent_name: tool.name, params: call.arguments },
+    });
+    let result: ToolResult;
+    try {
+      result = await activationOf(session, tool).invoke(call.arguments, caller);
+    } catch (error) {
+      // Cancellation ends the whole chat; any other failure of a tool is something the LLM can work with.
+      session.signal.throwIfAborted();
+      session.services.logger.warn({ err: error, tool: tool.name, network: session.network.name }, "tool failed");
+      return toolErrorText(session.network, tool.name, error instanceof Error ? error.message : String(error));
+    }
+    session.emit({ type: MessageType.AGENT_TOOL_RESULT, origin: caller.origin, toolResultOrigin: result.origin, text: result.text });
+    return result.text;
+  }
+}
+
+/** A sub-agent called as a tool: its input is the arguments as sentences, then its `command`. */
+export class LlmAgentActivation implements Activation {
+  constructor(
+    private readonly session: ChatSession,
+    private readonly spec: AgentSpec,
+  ) {}
+
+  async invoke(args: JsonObject, caller: Caller): Promise<ToolResult> {
+    const origin = this.session.originOf(caller.origin, this.spec.name);
+    const input = [argumentsAsSentences(args), this.spec.command].filter(Boolean).join("\n");
+    const text = await new LlmAgent(this.session, this.spec).converse(origin, [], input);
+    return { text, origin };
+  }
+}
+
+export function argumentsAsSentences(args: JsonObject): string {
+  return Object.entries(args)
+    .map(([key, value]) => `The ${key} is ${typeof value === "string" ? value : JSON.stringify(value)}.`)
+    .join(" ");
+}
+
+/** How a node is offered to an LLM: its function block, or for another network, that network's front man's. */
+function describeTool(session: ChatSession, tool: AgentSpec): { description: string; parameters: JsonObject } {
+  let fn = tool.function;
+  if (tool.external?.kind === "same_server") fn = session.services.functionOf(tool.external.network) ?? fn;
+  const description = fn?.description ?? (tool.external ? `Ask the agent network ${tool.name}.` : tool.name);
+  const parameters = fn?.parameters ?? {
+    type: "object",
+    properties: { inquiry: { type: "string", description: "What to ask." } },
+    required: ["inquiry"],
+  };
+  return { description, parameters };
+}
+
+/**
+ * LLM tool names must match `^[A-Za-z0-9_-]{1,64}$`: `/hello_world` is offered as `hello_world`, a URL by
+ * its last path segment, with a suffix when two would collide.
+ */
+export function toolNames(references: string[]): Map<string, string> {
+  const names = new Map<string, string>();
+  const taken = new Set<string>();
+  for (const reference of references) {
+    const base = (reference.split("/").filter(Boolean).pop() ?? "tool").replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 60) || "tool";
+    let name = base;
+    for (let suffix = 2; taken.has(name); suffix++) name = `${base}_${suffix}`;
+    taken.add(name);
+    names.set(reference, name);
+  }
+  return names;
+}
