@@ -1,27 +1,19 @@
-import { AgentRegistry } from "./agents/registry.js";
-import { unconfiguredChatRunner } from "./agents/chat-runner.js";
+import { startAxon } from "./axon.js";
 import { loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
-import { HealthState } from "./server/health.js";
-import { startServer } from "./server/server.js";
 
 const config = loadConfig();
 const logger = createLogger(config.logLevel);
+const axon = await startAxon(config, logger);
 
-const registry = await AgentRegistry.load({ manifestFile: config.manifestFile, projectRoot: config.projectRoot, logger });
-if (config.manifestUpdatePeriodSeconds > 0) registry.watch(config.manifestUpdatePeriodSeconds);
-const health = new HealthState();
-const server = await startServer({ config, logger, registry, chats: unconfiguredChatRunner, health });
-health.markReady();
-
-const [httpPort, grpcPort] = server.ports;
+const [httpPort, grpcPort] = axon.server.ports;
 logger.info(
   {
     url: `http://localhost:${httpPort}`,
     neuro_san_grpc_port: grpcPort,
     manifest: config.manifestFile,
-    networks: registry.listPublic().map((agent) => agent.agentName),
-    llm: "none configured: chat is refused until OPENAI_API_KEY, ANTHROPIC_API_KEY or OLLAMA_HOST is set",
+    networks: axon.registry.listPublic().map((agent) => agent.agentName),
+    llm: describeLlm(process.env),
   },
   `Axon is serving gRPC, gRPC-Web, Connect and REST on http://localhost:${httpPort}`,
 );
@@ -32,12 +24,25 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) {
     if (stopping) return;
     stopping = true;
     logger.info({ signal, grace_seconds: config.shutdownGraceSeconds }, "draining");
-    registry.close();
-    server.close().then(
+    axon.close().then(
       () => exit(0, "stopped"),
       (error: unknown) => exit(1, "shutdown failed", error),
     );
   });
+}
+
+/** Which LLM providers the environment connects, as a person reading the start-up line needs to know. */
+function describeLlm(env: NodeJS.ProcessEnv): string {
+  const connected = [
+    env.OPENAI_API_KEY || env.OPENAI_BASE_URL ? "openai" : undefined,
+    env.ANTHROPIC_API_KEY ? "anthropic" : undefined,
+    env.AZURE_OPENAI_API_KEY ? "azure-openai" : undefined,
+    env.OLLAMA_HOST ? "ollama" : undefined,
+  ].filter(Boolean);
+  if (env.AXON_DEMO) return "DEMO MODE: every network answers from the scripted test LLM, not a real model";
+  return connected.length > 0
+    ? connected.join(", ")
+    : "none configured: chat is refused until OPENAI_API_KEY, ANTHROPIC_API_KEY or OLLAMA_HOST is set (or try npm run demo)";
 }
 
 /**

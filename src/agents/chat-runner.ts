@@ -1,6 +1,4 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import { Code } from "@connectrpc/connect";
-import { AxonError } from "../errors.js";
 import type { ChatContext, ChatMessage } from "../gen/neuro_san/api/grpc/chat_pb.js";
 import type { MimeData } from "../gen/neuro_san/api/grpc/mime_data_pb.js";
 import type { AgentNetwork } from "./network.js";
@@ -26,15 +24,3 @@ export interface ChatTurn {
 export interface ChatRunner {
   start(turn: ChatTurn): Promise<AsyncIterable<ChatMessage>>;
 }
-
-/** What serves chat when no LLM is configured: everything else works, a chat says how to connect one. */
-export const unconfiguredChatRunner: ChatRunner = {
-  async start() {
-    throw new AxonError(
-      Code.FailedPrecondition,
-      "LLM_NOT_CONFIGURED",
-      "no LLM is configured. Set OPENAI_API_KEY (or OPENAI_BASE_URL for a compatible server) or ANTHROPIC_API_KEY or OLLAMA_HOST and restart",
-      { metadata: { variables: "OPENAI_API_KEY OPENAI_BASE_URL ANTHROPIC_API_KEY OLLAMA_HOST" } },
-    );
-  },
-};

@@ -2,6 +2,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { AxonError } from "../errors.js";
 import { ChatMessage_ChatMessageType as MessageType, type ChatMessage, type Origin } from "../gen/neuro_san/api/grpc/chat_pb.js";
+import { mergeLlmConfig } from "../llm/config.js";
 import type { LlmClient } from "../llm/llm.js";
 import type { Logger } from "../logger.js";
 import { AsyncQueue } from "./async-queue.js";
@@ -137,7 +138,7 @@ export class AgentRuntime implements ChatRunner {
   }
 
   private llmFor(network: AgentNetwork, spec: AgentSpec): LlmClient {
-    const config = { ...network.llmConfig, ...spec.llmConfig };
+    const config = mergeLlmConfig(network.llmConfig, spec.llmConfig);
     const key = JSON.stringify(config);
     let llm = this.llms.get(key);
     if (!llm) {

@@ -236,6 +236,14 @@ describe("validation", () => {
     ]);
   });
 
+  it("refuses, at load time, a coded tool class that could resolve outside the tool path", () => {
+    for (const className of ["../outside.Evil", "a/b.Evil", "..Evil", "/etc/passwd.Evil", "pkg..mod.Evil"]) {
+      expect(problemsOf({ tools: [{ name: "Front", tools: ["Tool"] }, { name: "Tool", class: className }] })).toEqual([
+        { file: FILE, key: "tools[1].class", reason: "must be module.ClassName, with dotted identifiers only" },
+      ]);
+    }
+  });
+
   it("refuses malformed references, classes and limits", () => {
     expect(
       problemsOf({
@@ -248,7 +256,7 @@ describe("validation", () => {
       }),
     ).toEqual([
       { file: FILE, key: "tools[0].max_message_history", reason: "must be at least 0" },
-      { file: FILE, key: "tools[1].class", reason: "must be module.ClassName" },
+      { file: FILE, key: "tools[1].class", reason: "must be module.ClassName, with dotted identifiers only" },
       { file: FILE, key: "tools[1].allow.connectivity", reason: "must be true or false" },
       {
         file: FILE,

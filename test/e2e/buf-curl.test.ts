@@ -4,6 +4,7 @@ import { promisify } from "node:util";
 import { fromBinary } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorInfoSchema } from "../../src/gen/google/rpc/error_details_pb.js";
+import { ScriptedChats } from "../support/scripted-chat.js";
 import { projectRoot, startTestServer, type TestServer } from "../support/server.js";
 import { expectedAgents, expectedGreeterFunction, expectedRelayConnectivity, fixtureEnv } from "./expectations.js";
 
@@ -12,7 +13,7 @@ const buf = path.join(projectRoot, "node_modules/.bin/buf");
 
 let server: TestServer;
 beforeAll(async () => {
-  server = await startTestServer({ env: fixtureEnv });
+  server = await startTestServer({ env: fixtureEnv, chats: new ScriptedChats() });
 });
 afterAll(() => server.close());
 

@@ -10,7 +10,7 @@ import { fixtureEnv } from "./expectations.js";
 
 describe("graceful shutdown", () => {
   it("lets a stream finish within the grace period and refuses new connections", async () => {
-    const server = await startTestServer({ env: { ...fixtureEnv, AXON_SHUTDOWN_GRACE_SECONDS: "5" } });
+    const server = await startTestServer({ env: { ...fixtureEnv, AXON_SHUTDOWN_GRACE_SECONDS: "5" }, chats: new ScriptedChats() });
     const agents = createClient(AgentService, createGrpcTransport({ baseUrl: server.url }));
     const stream = agents.streamingChat({
       agentName: "greeter",

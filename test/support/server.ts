@@ -1,11 +1,11 @@
 import path from "node:path";
-import { AgentRegistry } from "../../src/agents/registry.js";
 import type { ChatRunner } from "../../src/agents/chat-runner.js";
+import type { AgentRegistry } from "../../src/agents/registry.js";
+import { startAxon } from "../../src/axon.js";
 import { loadConfig, type Config } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
-import { HealthState } from "../../src/server/health.js";
-import { startServer, type AxonServer } from "../../src/server/server.js";
-import { ScriptedChats } from "./scripted-chat.js";
+import type { HealthState } from "../../src/server/health.js";
+import type { AxonServer } from "../../src/server/server.js";
 
 export const projectRoot = path.resolve(import.meta.dirname, "../..");
 
@@ -13,38 +13,21 @@ export interface TestServer {
   server: AxonServer;
   url: string;
   port: number;
-  chats: ChatRunner;
   health: HealthState;
   registry: AgentRegistry;
   close(): Promise<void>;
 }
 
-/** A real Axon server on 127.0.0.1, port 0, serving the example networks with the scripted chat source. */
+/**
+ * A real Axon server on 127.0.0.1, port 0, assembled as `npm start` does. `env` is its whole environment
+ * (LLM keys included); `chats` replaces the agent runtime with a test-only message source.
+ */
 export async function startTestServer(
   options: { env?: Record<string, string>; chats?: ChatRunner; config?: Partial<Config> } = {},
 ): Promise<TestServer> {
-  const config = {
-    ...loadConfig({ AGENT_HTTP_PORT: "0", LOG_LEVEL: "silent", ...options.env }, projectRoot),
-    host: "127.0.0.1",
-    ...options.config,
-  };
-  const logger = createLogger(config.logLevel);
-  const registry = await AgentRegistry.load({ manifestFile: config.manifestFile, projectRoot, logger });
-  const health = new HealthState();
-  const chats = options.chats ?? new ScriptedChats();
-  const server = await startServer({ config, logger, registry, chats, health });
-  health.markReady();
-  const port = server.ports[0]!;
-  return {
-    server,
-    url: `http://127.0.0.1:${port}`,
-    port,
-    chats,
-    health,
-    registry,
-    close: async () => {
-      registry.close();
-      await server.close();
-    },
-  };
+  const env = { AGENT_HTTP_PORT: "0", LOG_LEVEL: "silent", ...options.env };
+  const config = { ...loadConfig(env, projectRoot), host: "127.0.0.1", ...options.config };
+  const axon = await startAxon(config, createLogger(config.logLevel), { env, ...(options.chats ? { chats: options.chats } : {}) });
+  const port = axon.server.ports[0]!;
+  return { ...axon, url: `http://127.0.0.1:${port}`, port };
 }

@@ -1,0 +1,51 @@
+import type { ChatRunner } from "./agents/chat-runner.js";
+import { CodedToolLoader } from "./agents/coded-tools.js";
+import { AgentRegistry } from "./agents/registry.js";
+import { AgentRuntime } from "./agents/runtime.js";
+import type { Config } from "./config.js";
+import type { Environment } from "./llm/connection.js";
+import { createLlmClient } from "./llm/providers.js";
+import type { Logger } from "./logger.js";
+import { HealthState } from "./server/health.js";
+import { startServer, type AxonServer } from "./server/server.js";
+
+export interface Axon {
+  server: AxonServer;
+  registry: AgentRegistry;
+  health: HealthState;
+  /** Drains the server, then stops the registry's reloads. */
+  close(): Promise<void>;
+}
+
+/** The composition root: registry, agent runtime and server, assembled the one way `npm start` runs them. */
+export async function startAxon(
+  config: Config,
+  logger: Logger,
+  options: { env?: Environment; chats?: ChatRunner } = {},
+): Promise<Axon> {
+  const env = options.env ?? process.env;
+  const registry = await AgentRegistry.load({ manifestFile: config.manifestFile, projectRoot: config.projectRoot, logger });
+  if (config.manifestUpdatePeriodSeconds > 0) registry.watch(config.manifestUpdatePeriodSeconds);
+  const chats =
+    options.chats ??
+    new AgentRuntime({
+      registry,
+      createLlm: (llmConfig) => createLlmClient(llmConfig, env, { logger }),
+      codedTools: new CodedToolLoader(config.toolPath),
+      logger,
+      maxConcurrentChats: config.maxConcurrentRequests,
+      heartbeatSeconds: config.heartbeatSeconds,
+    });
+  const health = new HealthState();
+  const server = await startServer({ config, logger, registry, chats, health });
+  health.markReady();
+  return {
+    server,
+    registry,
+    health,
+    async close() {
+      await server.close();
+      registry.close();
+    },
+  };
+}

@@ -1,0 +1,81 @@
+import { AxonError, Code } from "../errors.js";
+import type { ModelConfig } from "./config.js";
+
+export type Environment = Readonly<Record<string, string | undefined>>;
+
+/** Where to send one model's requests and with which key. Holds a secret: never log it. */
+export interface Connection {
+  baseUrl: string;
+  apiKey: string;
+  /** Azure only. */
+  apiVersion?: string;
+}
+
+export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
+export const ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com";
+export const OLLAMA_DEFAULT_HOST = "http://localhost:11434";
+export const AZURE_DEFAULT_API_VERSION = "2024-10-21";
+
+/** Local OpenAI-compatible servers (vLLM, llama.cpp, Ollama) ignore the key, but the SDK insists on one. */
+const KEYLESS_PLACEHOLDER = "no-key-needed";
+
+/**
+ * The endpoint and key of one model, from its config and the environment. Throws LLM_NOT_CONFIGURED naming the
+ * missing variable, so a chat is refused before anything is streamed.
+ */
+export function connectionFor(config: ModelConfig, env: Environment): Connection {
+  const read = (name: string): string | undefined => {
+    const value = env[name]?.trim();
+    return value === undefined || value === "" ? undefined : value;
+  };
+  const require = (name: string, what: "key" | "endpoint"): string =>
+    read(name) ?? throwNotConfigured(name, what, config);
+  switch (config.provider) {
+    case "openai": {
+      const customBaseUrl = config.baseUrl ?? read("OPENAI_BASE_URL");
+      // A custom endpoint is usually a local server that needs no key.
+      const apiKey = read("OPENAI_API_KEY") ?? (customBaseUrl === undefined ? undefined : KEYLESS_PLACEHOLDER);
+      return {
+        baseUrl: customBaseUrl ?? OPENAI_DEFAULT_BASE_URL,
+        apiKey: apiKey ?? throwNotConfigured("OPENAI_API_KEY", "key", config),
+      };
+    }
+    case "openai-compatible":
+      return {
+        baseUrl: config.baseUrl ?? require("OPENAI_BASE_URL", "endpoint"),
+        apiKey: read("OPENAI_API_KEY") ?? KEYLESS_PLACEHOLDER,
+      };
+    case "ollama":
+      return { baseUrl: ollamaOpenAiBaseUrl(config.baseUrl ?? read("OLLAMA_HOST") ?? OLLAMA_DEFAULT_HOST), apiKey: "ollama" };
+    case "azure-openai": {
+      const endpoint = config.baseUrl ?? require("AZURE_OPENAI_ENDPOINT", "endpoint");
+      return {
+        baseUrl: `${endpoint.replace(/\/+$/, "")}/openai`,
+        apiKey: require("AZURE_OPENAI_API_KEY", "key"),
+        apiVersion: config.apiVersion ?? read("OPENAI_API_VERSION") ?? AZURE_DEFAULT_API_VERSION,
+      };
+    }
+    case "anthropic":
+      return {
+        baseUrl: config.baseUrl ?? read("ANTHROPIC_BASE_URL") ?? ANTHROPIC_DEFAULT_BASE_URL,
+        apiKey: require("ANTHROPIC_API_KEY", "key"),
+      };
+  }
+}
+
+/** `OLLAMA_HOST` is written like Ollama's own CLI takes it (`0.0.0.0:11434` or a URL); its OpenAI API is under /v1. */
+export function ollamaOpenAiBaseUrl(host: string): string {
+  const withScheme = /^https?:\/\//i.test(host) ? host : `http://${host}`;
+  const trimmed = withScheme.replace(/\/+$/, "");
+  return trimmed.endsWith("/v1") ? trimmed : `${trimmed}/v1`;
+}
+
+function throwNotConfigured(variable: string, what: "key" | "endpoint", config: ModelConfig): never {
+  throw new AxonError(
+    Code.FailedPrecondition,
+    "LLM_NOT_CONFIGURED",
+    // Says every way to connect one: the provider's variable, a local Ollama, or the demo's scripted LLM.
+    `no LLM ${what} is configured for this network. Set ${variable} and restart. Or run Ollama and set OLLAMA_HOST. Or try npm run demo to use the scripted test LLM`,
+    { metadata: { variable, model: config.model, provider: config.provider } },
+  );
+}

@@ -1,0 +1,256 @@
+import { Writable } from "node:stream";
+import type { JsonObject } from "@bufbuild/protobuf";
+import { pino } from "pino";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { AxonError, Code } from "../../src/errors.js";
+import type { LlmMessage, LlmTool } from "../../src/llm/llm.js";
+import { createLlmClient } from "../../src/llm/providers.js";
+import { SCRIPTED_API_KEY, ScriptedLlm, type ScriptedKind } from "../support/scripted-llm/scripted-llm.js";
+
+const MODELS: Record<ScriptedKind, string> = { openai: "gpt-4o-mini", anthropic: "claude-3-5-haiku-latest" };
+
+const calculator: LlmTool = {
+  name: "calculator",
+  description: "Does arithmetic",
+  parameters: {
+    type: "object",
+    properties: { operation: { type: "string", enum: ["add", "multiply"] }, a: { type: "number" }, b: { type: "number" } },
+    required: ["operation", "a", "b"],
+  },
+};
+
+const question: LlmMessage[] = [
+  { role: "system", content: "You are a careful calculator." },
+  { role: "user", content: "what is 3 plus 4" },
+];
+
+function live(): AbortSignal {
+  return new AbortController().signal;
+}
+
+/** Everything an error exposes: message, reason, metadata, and whatever it chains to. */
+function exposed(error: unknown): string {
+  const axon = error as AxonError;
+  return JSON.stringify([String(error), axon.message, axon.reason, axon.metadata, String(axon.cause ?? "")]);
+}
+
+async function failure(promise: Promise<unknown>): Promise<AxonError> {
+  const error = await promise.then(
+    () => undefined,
+    (thrown: unknown) => thrown,
+  );
+  expect(error).toBeInstanceOf(AxonError);
+  return error as AxonError;
+}
+
+describe.each(["openai", "anthropic"] as const)("the %s provider against its scripted server", (kind) => {
+  let server: ScriptedLlm;
+  let backup: ScriptedLlm;
+  const model = MODELS[kind];
+
+  beforeAll(async () => {
+    [server, backup] = await Promise.all([ScriptedLlm.start(kind), ScriptedLlm.start(kind)]);
+  });
+  afterAll(async () => {
+    await Promise.all([server.close(), backup.close()]);
+  });
+  beforeEach(() => {
+    server.reset();
+    backup.reset();
+  });
+
+  const client = (config: JsonObject = {}) => createLlmClient({ model_name: model, ...config }, server.env);
+  /** The backup server as a fallback: same protocol, another model name, its own base URL. */
+  const backupFallback = () => ({ model_name: `${model}-backup`, base_url: backup.baseUrl });
+
+  describe.each([false, true])("streaming %s", (streaming) => {
+    it("answers with text and maps the usage with its cost", async () => {
+      server.enqueue({ text: "Seven, surely.", usage: { promptTokens: 1000, completionTokens: 500 } });
+      const response = await client({ streaming }).complete({ messages: question, tools: [], signal: live() });
+      expect(response.text).toBe("Seven, surely.");
+      expect(response.toolCalls).toEqual([]);
+      expect(response.model).toBe(model);
+      const perMillion = kind === "openai" ? [0.15, 0.6] : [0.8, 4];
+      expect(response.usage).toEqual({
+        promptTokens: 1000,
+        completionTokens: 500,
+        totalTokens: 1500,
+        cost: expect.closeTo((1000 * perMillion[0]! + 500 * perMillion[1]!) / 1e6, 12) as number,
+      });
+      expect(server.requests[0]?.request.stream).toBe(streaming);
+    });
+
+    it("makes a tool call, sends the tool result back and gets the answer", async () => {
+      const llm = client({ streaming });
+      const first = await llm.complete({ messages: question, tools: [calculator], signal: live() });
+      expect(first.toolCalls).toEqual([
+        { id: expect.any(String) as string, name: "calculator", arguments: { operation: "add", a: 3, b: 4 } },
+      ]);
+      const call = first.toolCalls[0]!;
+      const second = await llm.complete({
+        messages: [...question, { role: "assistant", content: first.text, toolCalls: [call] }, { role: "tool", toolCallId: call.id, content: "7" }],
+        tools: [calculator],
+        signal: live(),
+      });
+      expect(second.text).toBe("Answer: 7");
+      const seen = server.requests[1]!.request;
+      expect(seen.system).toBe("You are a careful calculator.");
+      expect(seen.tools.map((tool) => tool.name)).toEqual(["calculator"]);
+      expect(seen.messages).toEqual([
+        { role: "user", content: "what is 3 plus 4" },
+        { role: "assistant", content: "", toolCalls: [call] },
+        { role: "tool", toolCallId: call.id, content: "7" },
+      ]);
+    });
+
+    it("gives malformed tool arguments as {} with the reason", async () => {
+      server.enqueue({ toolCalls: [{ name: "calculator", arguments: '{"a": 3, "b":' }] });
+      const response = await client({ streaming }).complete({ messages: question, tools: [calculator], signal: live() });
+      expect(response.toolCalls[0]).toMatchObject({ name: "calculator", arguments: {}, argumentsError: expect.any(String) as string });
+    });
+  });
+
+  it("sends temperature and max tokens only when configured", async () => {
+    await client({ temperature: 0.2, max_tokens: 300 }).complete({ messages: question, tools: [], signal: live() });
+    await client().complete({ messages: question, tools: [], signal: live() });
+    const [configured, plain] = server.requests.map((request) => request.body);
+    expect(configured?.["temperature"]).toBe(0.2);
+    expect(plain?.["temperature"]).toBeUndefined();
+    if (kind === "openai") {
+      expect(configured?.["max_completion_tokens"]).toBe(300);
+      expect(plain?.["max_completion_tokens"]).toBeUndefined();
+    } else {
+      expect(configured?.["max_tokens"]).toBe(300);
+      expect(plain?.["max_tokens"]).toBe(4096); // required by the Messages API
+    }
+  });
+
+  it("sends the key from the environment", async () => {
+    await client().complete({ messages: question, tools: [], signal: live() });
+    expect(server.requests[0]?.credential).toBe(SCRIPTED_API_KEY);
+  });
+
+  it("retries a 500 and a 429, then succeeds", async () => {
+    server.failNext(500);
+    server.failNext(429);
+    const response = await client().complete({ messages: question, tools: [], signal: live() });
+    expect(response.text).toBe("Answer: what is 3 plus 4");
+    expect(server.requests.map((request) => request.status)).toEqual([500, 429, 200]);
+  });
+
+  it("uses the fallback once the primary failed 1 + 3 times", async () => {
+    server.failNext(503, 4);
+    const response = await client({ fallbacks: [backupFallback()] }).complete({ messages: question, tools: [], signal: live() });
+    expect(server.requests.map((request) => request.status)).toEqual([503, 503, 503, 503]);
+    expect(backup.requests).toHaveLength(1);
+    expect(response.model).toBe(`${model}-backup`);
+    expect(response.text).toBe("Answer: what is 3 plus 4");
+  });
+
+  it("does not retry a 400 but still tries the fallback", async () => {
+    server.failNext(400);
+    const response = await client({ fallbacks: [backupFallback()] }).complete({ messages: question, tools: [], signal: live() });
+    expect(server.requests).toHaveLength(1);
+    expect(backup.requests).toHaveLength(1);
+    expect(response.model).toBe(`${model}-backup`);
+  });
+
+  it("fails with LLM_UNAVAILABLE when every model failed, quoting no key and no provider text", async () => {
+    const lines: string[] = [];
+    const logger = pino(new Writable({ write: (chunk: Buffer, _encoding, done) => (lines.push(chunk.toString()), done()) }));
+    server.failNext(401);
+    backup.failNext(500, 4);
+    const llm = createLlmClient({ model_name: model, fallbacks: [backupFallback()] }, server.env, { logger });
+    const error = await failure(llm.complete({ messages: question, tools: [], signal: live() }));
+    expect(error.code).toBe(Code.Unavailable);
+    expect(error.reason).toBe("LLM_UNAVAILABLE");
+    expect(error.metadata).toMatchObject({ model: `${model}-backup`, provider: kind, status: "500", models_tried: "2" });
+    expect(server.requests[0]?.status).toBe(401); // the scripted 401 quotes the key, as the real APIs do
+    expect(exposed(error)).not.toContain(SCRIPTED_API_KEY);
+    expect(exposed(error)).not.toContain("scripted failure");
+    expect(lines.join("")).toContain("LLM call failed");
+    expect(lines.join("")).not.toContain(SCRIPTED_API_KEY);
+  });
+
+  it.each([false, true])("aborting the signal aborts the HTTP request in flight (streaming %s)", async (streaming) => {
+    server.hold();
+    const controller = new AbortController();
+    const call = client({ streaming }).complete({ messages: question, tools: [], signal: controller.signal });
+    await server.whenReceived(1);
+    const reason = new Error("the client went away");
+    controller.abort(reason);
+    await expect(call).rejects.toBe(reason);
+    const aborted = await server.whenAborted();
+    expect(aborted).toBe(server.requests[0]);
+  });
+
+  it("an attempt slower than timeout_seconds is abandoned and retried", async () => {
+    server.hold();
+    const response = await client({ timeout_seconds: 0.2 }).complete({ messages: question, tools: [], signal: live() });
+    expect(response.text).toBe("Answer: what is 3 plus 4");
+    expect(server.requests.map((request) => [request.aborted, request.status])).toEqual([
+      [true, 0],
+      [false, 200],
+    ]);
+  });
+
+  it("aborting while a retry waits stops at once, trying neither a retry nor a fallback", async () => {
+    server.failNext(503, 1, { retryAfterMs: 30_000 });
+    const controller = new AbortController();
+    const call = client({ fallbacks: [backupFallback()] }).complete({ messages: question, tools: [], signal: controller.signal });
+    await server.whenReceived(1);
+    const started = Date.now();
+    controller.abort();
+    await expect(call).rejects.toMatchObject({ name: "AbortError" });
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(server.requests).toHaveLength(1);
+    expect(backup.requests).toHaveLength(0);
+  });
+});
+
+describe("providers sharing one conversation", () => {
+  let openai: ScriptedLlm;
+  let anthropic: ScriptedLlm;
+  beforeAll(async () => {
+    [openai, anthropic] = await Promise.all([ScriptedLlm.start("openai"), ScriptedLlm.start("anthropic")]);
+  });
+  afterAll(async () => {
+    await Promise.all([openai.close(), anthropic.close()]);
+  });
+
+  it("falls back from OpenAI to Anthropic, each with its own key", async () => {
+    openai.failNext(404);
+    const env = { ...openai.env, ANTHROPIC_API_KEY: "sk-ant-other", ANTHROPIC_BASE_URL: anthropic.baseUrl };
+    const llm = createLlmClient({ model_name: "gpt-4o", fallbacks: [{ model_name: "claude-sonnet-4-5" }] }, env);
+    expect(llm.description).toBe("openai gpt-4o then anthropic claude-sonnet-4-5");
+    const response = await llm.complete({ messages: question, tools: [calculator], signal: live() });
+    expect(response.model).toBe("claude-sonnet-4-5");
+    expect(response.toolCalls[0]?.arguments).toEqual({ operation: "add", a: 3, b: 4 });
+    expect(anthropic.requests[0]?.credential).toBe("sk-ant-other");
+  });
+
+  it("reaches Azure OpenAI through its deployment path and api-key header", async () => {
+    openai.reset();
+    const env = { AZURE_OPENAI_API_KEY: "azure-secret", AZURE_OPENAI_ENDPOINT: openai.url };
+    const llm = createLlmClient({ class: "azure-openai", model_name: "gpt-4o-mini", deployment_name: "prod-mini" }, env);
+    expect((await llm.complete({ messages: question, tools: [], signal: live() })).text).toBe("Answer: what is 3 plus 4");
+    expect(openai.requests[0]?.path).toBe("/openai/deployments/prod-mini/chat/completions?api-version=2024-10-21");
+    expect(openai.requests[0]?.credential).toBe("azure-secret");
+  });
+
+  it("reaches Ollama at OLLAMA_HOST/v1 without a key", async () => {
+    openai.reset();
+    const llm = createLlmClient({ model_name: "llama3.1:8b" }, { OLLAMA_HOST: openai.url });
+    expect(llm.description).toBe("ollama llama3.1:8b");
+    await llm.complete({ messages: question, tools: [], signal: live() });
+    expect(openai.requests[0]?.path).toBe("/v1/chat/completions");
+    expect(openai.requests[0]?.body["model"]).toBe("llama3.1:8b");
+  });
+
+  it("reaches a keyless OpenAI-compatible server named by OPENAI_BASE_URL alone", async () => {
+    openai.reset();
+    const llm = createLlmClient({ model_name: "my-local-model" }, { OPENAI_BASE_URL: openai.baseUrl });
+    expect((await llm.complete({ messages: question, tools: [], signal: live() })).text).toBe("Answer: what is 3 plus 4");
+    expect(openai.requests).toHaveLength(1);
+  });
+});
