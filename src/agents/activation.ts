@@ -14,12 +14,12 @@ export interface Caller {
 
 /** One call of a node as a tool: arguments in, the tool result text out. */
 export interface Activation {
-  invoke(args: JsonObject, caller: Caller): Promise<ToolResult>;
+  invoke(args: JsonObject, call: ToolCall): Promise<string>;
 }
 
-export interface ToolResult {
-  text: string;
-  /** The callee's origin, for AGENT_TOOL_RESULT's tool_result_origin. */
+export interface ToolCall {
+  caller: Caller;
+  /** The callee's own origin: the caller's plus this activation. */
   origin: Origin[];
 }
 

@@ -5,7 +5,7 @@ import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { AxonError } from "../errors.js";
 import { ChatMessage_ChatMessageType as MessageType } from "../gen/neuro_san/api/grpc/chat_pb.js";
-import type { Activation, Caller, ToolResult } from "./activation.js";
+import type { Activation, ToolCall } from "./activation.js";
 import type { ChatSession } from "./chat-session.js";
 import type { AgentSpec } from "./network.js";
 
@@ -82,9 +82,8 @@ export class CodedToolActivation implements Activation {
     private readonly spec: AgentSpec,
   ) {}
 
-  async invoke(llmArgs: JsonObject, caller: Caller): Promise<ToolResult> {
+  async invoke(llmArgs: JsonObject, { origin }: ToolCall): Promise<string> {
     const { session, spec } = this;
-    const origin = session.originOf(caller.origin, spec.name);
     const args = { ...llmArgs, ...spec.args };
     session.emit({ type: MessageType.AGENT, origin, structure: { tool_start: true, tool_args: args } });
     const ToolClass = await session.services.codedTools.load(session.network.name, spec.className!);
@@ -99,6 +98,6 @@ export class CodedToolActivation implements Activation {
       : await tool.invoke?.(args, session.slyData);
     const text = typeof output === "string" ? output : JSON.stringify((output ?? null) as JsonValue);
     session.emit({ type: MessageType.AGENT, origin, structure: { tool_end: true, tool_output: text } });
-    return { text, origin };
+    return text;
   }
 }

@@ -1,5 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { Activation, Caller, ToolResult } from "./activation.js";
+import type { Activation, ToolCall } from "./activation.js";
 import type { ChatSession, NetworkAnswer, NetworkInput } from "./chat-session.js";
 import type { AgentSpec } from "./network.js";
 import { filterSlyData } from "./sly-data.js";
@@ -15,9 +15,8 @@ export class ExternalAgentActivation implements Activation {
     private readonly spec: AgentSpec,
   ) {}
 
-  async invoke(args: JsonObject, caller: Caller): Promise<ToolResult> {
+  async invoke(args: JsonObject, { caller }: ToolCall): Promise<string> {
     const { session, spec } = this;
-    const origin = session.originOf(caller.origin, spec.name);
     const input: NetworkInput = {
       text: "```json\n" + JSON.stringify(args) + "\n```",
       slyData: filterSlyData(session.slyData, caller.spec.allow?.toDownstream),
@@ -34,10 +33,10 @@ export class ExternalAgentActivation implements Activation {
       // An unreachable or failing network is something the calling LLM can work around, not a crash.
       const reason = error instanceof Error ? error.message : String(error);
       session.services.logger.warn({ agent: spec.name, reason }, "external agent failed");
-      return { text: `Error: the agent network ${spec.name} could not answer (${reason}).`, origin };
+      return `Error: the agent network ${spec.name} could not answer (${reason}).`;
     }
     Object.assign(session.slyData, filterSlyData(answer.slyData, caller.spec.allow?.fromDownstream));
-    return { text: answer.text, origin };
+    return answer.text;
   }
 }
 

@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { ChatMessage_ChatMessageType as MessageType, type Origin } from "../gen/neuro_san/api/grpc/chat_pb.js";
 import type { LlmMessage, LlmTool, LlmToolCall } from "../llm/llm.js";
-import { activationOf, type Activation, type Caller, type ToolResult } from "./activation.js";
+import { activationOf, type Activation, type Caller, type ToolCall } from "./activation.js";
 import type { ChatSession } from "./chat-session.js";
 import { toolErrorText } from "./tool-errors.js";
 import type { AgentSpec } from "./network.js";
@@ -61,22 +61,28 @@ export class LlmAgent {
     const tool = this.tools.get(call.name);
     if (!tool) return toolErrorText(session.network, call.name, `there is no tool named ${call.name}`);
     if (call.argumentsError) return toolErrorText(session.network, tool.name, `the arguments were not valid JSON: ${call.argumentsError}`);
+    // Cycles are allowed (A asks B, B asks A): max_iterations bounds the depth of a chain as it bounds each loop.
+    const { maxIterations } = session.network.limits;
+    if (caller.origin.length >= maxIterations) {
+      return toolErrorText(session.network, tool.name, `the chain of calls is deeper than max_iterations (${maxIterations})`);
+    }
     session.emit({
       type: MessageType.AGENT,
       origin: caller.origin,
       structure: { invoking_start: true, invoked_agent_name: tool.name, params: call.arguments },
     });
-    let result: ToolResult;
+    const origin = session.originOf(caller.origin, tool.name);
+    let text: string;
     try {
-      result = await activationOf(session, tool).invoke(call.arguments, caller);
+      text = await activationOf(session, tool).invoke(call.arguments, { caller, origin });
     } catch (error) {
       // Cancellation ends the whole chat; any other failure of a tool is something the LLM can work with.
       session.signal.throwIfAborted();
       session.services.logger.warn({ err: error, tool: tool.name, network: session.network.name }, "tool failed");
-      return toolErrorText(session.network, tool.name, error instanceof Error ? error.message : String(error));
+      text = toolErrorText(session.network, tool.name, error instanceof Error ? error.message : String(error));
     }
-    session.emit({ type: MessageType.AGENT_TOOL_RESULT, origin: caller.origin, toolResultOrigin: result.origin, text: result.text });
-    return result.text;
+    session.emit({ type: MessageType.AGENT_TOOL_RESULT, origin: caller.origin, toolResultOrigin: origin, text });
+    return text;
   }
 }
 
@@ -87,11 +93,9 @@ export class LlmAgentActivation implements Activation {
     private readonly spec: AgentSpec,
   ) {}
 
-  async invoke(args: JsonObject, caller: Caller): Promise<ToolResult> {
-    const origin = this.session.originOf(caller.origin, this.spec.name);
+  invoke(args: JsonObject, { origin }: ToolCall): Promise<string> {
     const input = [argumentsAsSentences(args), this.spec.command].filter(Boolean).join("\n");
-    const text = await new LlmAgent(this.session, this.spec).converse(origin, [], input);
-    return { text, origin };
+    return new LlmAgent(this.session, this.spec).converse(origin, [], input);
   }
 }
 

@@ -1,11 +1,10 @@
-import { spawn } from "node:child_process";
-import { createInterface } from "node:readline";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { describe, expect, it } from "vitest";
 import { AgentService, ChatFilter_ChatFilterType as ChatFilterType } from "../../src/gen/neuro_san/api/grpc/agent_pb.js";
+import { startAxonProcess } from "../support/axon-process.js";
 import { ScriptedChats } from "../support/scripted-chat.js";
-import { projectRoot, startTestServer } from "../support/server.js";
+import { startTestServer } from "../support/server.js";
 import { fixtureEnv } from "./expectations.js";
 
 describe("graceful shutdown", () => {
@@ -47,27 +46,14 @@ describe("graceful shutdown", () => {
   });
 
   it("the process drains and exits 0 on SIGTERM", async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-      cwd: projectRoot,
-      env: { ...process.env, ...fixtureEnv, AGENT_HTTP_PORT: "0", AXON_HOST: "127.0.0.1", LOG_LEVEL: "info" },
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    const lines = createInterface({ input: child.stdout! });
-    const logs: Record<string, unknown>[] = [];
-    const serving = new Promise<Record<string, unknown>>((resolve) =>
-      lines.on("line", (line) => {
-        const entry = JSON.parse(line);
-        logs.push(entry);
-        if (typeof entry.url === "string") resolve(entry);
-      }),
-    );
-    const started = await serving;
-    expect(started.networks).toEqual(["greeter", "relay"]);
-    expect((await fetch(`${String(started.url).replace("localhost", "127.0.0.1")}/readyz`)).status).toBe(200);
-    // "close" (not "exit"): the last log lines are read by then.
-    const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
-    child.kill("SIGTERM");
-    expect(await exited).toBe(0);
-    expect(logs.map((entry) => entry.msg)).toEqual(expect.arrayContaining(["draining", "stopped"]));
+    const axon = await startAxonProcess(fixtureEnv);
+    try {
+      expect(axon.started.networks).toEqual(["greeter", "relay"]);
+      expect((await fetch(`${axon.url}/readyz`)).status).toBe(200);
+      expect(await axon.stop()).toBe(0);
+      expect(axon.logs.map((entry) => entry.msg)).toEqual(expect.arrayContaining(["draining", "stopped"]));
+    } finally {
+      await axon.stop();
+    }
   });
 });

@@ -1,0 +1,87 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { createInterface } from "node:readline";
+import { projectRoot } from "./server.js";
+
+/** An Axon started as `npm start` starts it: `src/main.ts` in its own Node process, on 127.0.0.1, port 0. */
+export interface AxonProcess {
+  /** `http://127.0.0.1:<port>` */
+  url: string;
+  port: number;
+  /** The start-up line ("Axon is serving ..."), parsed. */
+  started: Record<string, unknown>;
+  /** Every JSON log line written to stdout so far. */
+  logs: Record<string, unknown>[];
+  child: ChildProcess;
+  /** SIGTERM, then the exit code once stdout is drained; SIGKILL if it has not exited within `graceMs`. */
+  stop(graceMs?: number): Promise<number | null>;
+}
+
+const running = new Set<ChildProcess>();
+// A test runner that dies mid-test must not leave servers behind.
+process.once("exit", () => {
+  for (const child of running) child.kill("SIGKILL");
+});
+
+/**
+ * Spawns `node --import tsx src/main.ts` with the test's environment on top of this one's, and resolves
+ * once it logs the URL it serves. Rejects with its stderr if it exits first.
+ */
+export async function startAxonProcess(env: Record<string, string>, options: { startupMs?: number } = {}): Promise<AxonProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: projectRoot,
+    env: { ...process.env, LOG_LEVEL: "info", ...env, AGENT_HTTP_PORT: "0", AXON_HOST: "127.0.0.1" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  running.add(child);
+  // "close" (not "exit"): the last log lines have been read by then.
+  const closed = new Promise<number | null>((resolve) =>
+    child.once("close", (code) => {
+      running.delete(child);
+      resolve(code);
+    }),
+  );
+  let stderr = "";
+  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  const logs: Record<string, unknown>[] = [];
+  const started = await new Promise<Record<string, unknown>>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`Axon did not start within ${options.startupMs ?? 15_000} ms\n${stderr}`)), options.startupMs ?? 15_000);
+    createInterface({ input: child.stdout! }).on("line", (line) => {
+      let entry: Record<string, unknown>;
+      try {
+        entry = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        return; // not a log line
+      }
+      logs.push(entry);
+      if (typeof entry.url === "string") {
+        clearTimeout(timer);
+        resolve(entry);
+      }
+    });
+    void closed.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`Axon exited with ${code} before serving\n${stderr}`));
+    });
+  }).catch((error: unknown) => {
+    child.kill("SIGKILL");
+    throw error;
+  });
+  const port = Number(new URL(String(started.url)).port);
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    started,
+    logs,
+    child,
+    async stop(graceMs = 5_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return closed;
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+      try {
+        return await closed;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}
