@@ -259,15 +259,15 @@ describe("the runtime against scripted LLM servers", () => {
   });
 
   it("keeps an idle MAXIMAL stream alive with empty AGENT_PROGRESS heartbeats; MINIMAL gets one line", async () => {
-    openai.script(async (request) => {
+    anthropic.script(async (request) => {
       await new Promise((resolve) => setTimeout(resolve, 2200));
-      return defaultReply(request);
+      return { text: `Answer: ${request.messages.length}` };
     });
-    const lines = await restChat(server, "slow", { user_message: { text: "pause" }, chat_filter: maximal });
+    const lines = await restChat(server, "claude_greeter", { user_message: { text: "pause" }, chat_filter: maximal });
     const heartbeats = messagesOf(lines).filter((m) => m.type === "AGENT_PROGRESS" && !m.text && !m.structure);
     expect(heartbeats.length).toBeGreaterThanOrEqual(1);
     expect(heartbeats[0]).toEqual({ type: "AGENT_PROGRESS" });
-    expect(await restChat(server, "slow", { user_message: { text: "pause" } })).toHaveLength(1);
+    expect(await restChat(server, "claude_greeter", { user_message: { text: "pause" } })).toHaveLength(1);
   });
 });
 
