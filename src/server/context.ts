@@ -19,3 +19,6 @@ export const requestIdKey = createContextKey<string>("", { description: "request
 
 /** Headers named by AGENT_FORWARDED_REQUEST_METADATA, copied from the request; forwarded to external agents. */
 export const requestMetadataKey = createContextKey<Record<string, string>>({}, { description: "forwarded metadata" });
+
+/** The HTTP status a unary call answers with over REST (e.g. 202 for an accepted operation); gRPC ignores it. */
+export const httpStatusKey = createContextKey<number>(200, { description: "REST status" });

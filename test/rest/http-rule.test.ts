@@ -34,7 +34,7 @@ describe("http rules", () => {
     [{ pattern: { case: "get" as const, value: "/v1/{missing}" } }, "not a singular scalar field"],
     [{ pattern: { case: "get" as const, value: "/v1/{name" } }, "unbalanced"],
     [{ pattern: { case: "post" as const, value: "/v1/books" }, body: "nope" }, "body field nope does not exist"],
-    [{ pattern: { case: "get" as const, value: "/v1/books" }, responseBody: "title" }, "response_body is not supported"],
+    [{ pattern: { case: "get" as const, value: "/v1/books" }, responseBody: "title" }, "response_body title is not a message field"],
   ])("a rule that cannot be served fails at start-up (%#)", (rule, message) => {
     expect(() => compileRestRoutes([libraryService(rule)])).toThrow(message);
   });

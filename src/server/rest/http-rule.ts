@@ -12,6 +12,8 @@ export interface RestRoute {
   readonly method: DescMethod;
   /** `""` (no body: the rest comes from the query), `"*"` (the whole request) or a top-level field name. */
   readonly body: string;
+  /** `""` (the whole response message) or the top-level field whose value is the HTTP body. */
+  readonly responseBody: string;
   readonly pathTemplate: PathTemplate;
 }
 
@@ -22,7 +24,7 @@ export type RouteMatch =
 
 /**
  * Reads the http rules of every method, once, at start-up. A rule this transcoder cannot serve
- * faithfully (bad template, unknown field, client streaming, response_body) fails start-up instead of
+ * faithfully (bad template, unknown field, client streaming, a response_body that is no message field) fails start-up instead of
  * misbehaving on the first request. Routes come back most specific first.
  */
 export function compileRestRoutes(services: readonly DescService[]): RestRoute[] {
@@ -64,7 +66,10 @@ function compileBinding(method: DescMethod, rule: HttpRule): RestRoute {
   if (method.methodKind === "client_streaming" || method.methodKind === "bidi_streaming") {
     throw new Error(`${where}: REST transcoding of client streams is not supported`);
   }
-  if (rule.responseBody !== "") throw new Error(`${where}: response_body is not supported`);
+  const responseField = method.output.fields.find((field) => field.name === rule.responseBody);
+  if (rule.responseBody !== "" && responseField?.fieldKind !== "message") {
+    throw new Error(`${where}: response_body ${rule.responseBody} is not a message field of the response`);
+  }
 
   const pathTemplate = parsePathTemplate(template);
   for (const variable of pathTemplate.variables) {
@@ -77,5 +82,5 @@ function compileBinding(method: DescMethod, rule: HttpRule): RestRoute {
   if (rule.body !== "" && rule.body !== "*" && !method.input.fields.some((field) => field.name === rule.body)) {
     throw new Error(`${where}: body field ${rule.body} does not exist`);
   }
-  return { httpMethod, template, method, body: rule.body, pathTemplate };
+  return { httpMethod, template, method, body: rule.body, responseBody: rule.responseBody, pathTemplate };
 }

@@ -24,7 +24,9 @@ export function buildOpenApi(services: readonly DescService[], info: { title: st
     const { method } = route;
     const operationId = uniqueId(`${method.parent.name}_${method.name}`, operationIds);
     const streaming = method.methodKind === "server_streaming";
-    const responseSchema = schemas.messageSchema(method.output);
+    const responseField = method.output.fields.find((field) => field.name === route.responseBody);
+    const responseMessage = responseField?.message ?? method.output;
+    const responseSchema = schemas.messageSchema(responseMessage);
 
     const operation: Record<string, unknown> = {
       operationId,
@@ -38,7 +40,7 @@ export function buildOpenApi(services: readonly DescService[], info: { title: st
                 "started arrives as one more line holding a google.rpc.Status.",
               content: { [jsonLinesContentType]: { schema: responseSchema } },
             }
-          : { description: `A ${method.output.name}.`, content: { "application/json": { schema: responseSchema } } },
+          : { description: `A ${responseMessage.name}.`, content: { "application/json": { schema: responseSchema } } },
         default: { description: "An error, as a google.rpc.Status.", content: { "application/json": { schema: statusRef } } },
       },
     };

@@ -1,9 +1,9 @@
 import type * as http from "node:http";
 import type * as http2 from "node:http2";
-import { fromBinary, toBinary, toJson, type DescMethod, type DescService } from "@bufbuild/protobuf";
+import { fromBinary, toBinary, toJson, type DescMethod, type DescService, type JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ContextValues } from "@connectrpc/connect";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
-import { protocolKey, streamStartKey } from "../context.js";
+import { httpStatusKey, protocolKey, streamStartKey } from "../context.js";
 import { typeRegistry } from "../descriptors.js";
 import { toConnectError } from "../status.js";
 import { errorOfConnectResponse, readAllBytes } from "./connect-response.js";
@@ -81,7 +81,8 @@ export function createRestTranscoder(options: RestTranscoderOptions): RestTransc
       if (writer !== undefined) {
         await writeStreamResponse({ res, method: route.method, response, writer, signal: abort.signal });
       } else {
-        writeUnaryResponse(res, route.method, response.status, await readAllBytes(response.body), response.header);
+        const status = response.status === 200 ? contextValues.get(httpStatusKey) : response.status;
+        writeUnaryResponse(res, route, status, await readAllBytes(response.body), response.header);
       }
     } catch (error) {
       if (!abort.signal.aborted && !res.headersSent) {
@@ -96,12 +97,15 @@ export function createRestTranscoder(options: RestTranscoderOptions): RestTransc
   return { routes, handle };
 }
 
-function writeUnaryResponse(res: ResponseSink, method: DescMethod, status: number, body: Uint8Array, header: Headers | undefined): void {
-  if (status !== 200) {
+function writeUnaryResponse(res: ResponseSink, route: RestRoute, status: number, body: Uint8Array, header: Headers | undefined): void {
+  if (status >= 300) {
     writeStatusError(res, errorOfConnectResponse(status, body, header), { headers: header });
     return;
   }
-  writeJson(res, 200, toJson(method.output, fromBinary(method.output, body), { registry: typeRegistry }), header);
+  const { output } = route.method;
+  const message = toJson(output, fromBinary(output, body), { registry: typeRegistry }) as JsonObject;
+  const field = output.fields.find((candidate) => candidate.name === route.responseBody);
+  writeJson(res, status, field ? (message[field.jsonName] ?? {}) : message, header);
 }
 
 function handlerFor(handlers: readonly UniversalHandler[], method: DescMethod): UniversalHandler {
