@@ -3,6 +3,8 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { renderReport } from "./report.js";
+import { AxonError } from "../errors.js";
+import { createLlmClient } from "../llm/providers.js";
 import { InvalidTestFilesError, runNetworkTests } from "./runner.js";
 
 const USAGE = `Usage: tsx src/network-tests/cli.ts [--url URL] [--timeout SECONDS] [--json] FILE_OR_FOLDER...
@@ -13,9 +15,10 @@ A folder stands for the .hocon files directly inside it.
   --url URL           the server (default http://localhost:8080)
   --timeout SECONDS   per interaction, unless the case file sets timeout_in_seconds (default 180)
   --json              print the report as JSON instead of text
+  --judge MODEL       the LLM that judges gist tests (needs its provider's key, e.g. OPENAI_API_KEY);
+                      without it gist tests are reported as skipped
 
-Exit status: 0 all cases passed, 1 a case failed, 2 bad usage or an invalid case file.
-gist tests are reported as skipped: this entry point has no LLM to judge them yet.`;
+Exit status: 0 all cases passed, 1 a case failed, 2 bad usage or an invalid case file.`;
 
 /** The whole command, minus the process: returns the exit status (a later `axon test` can wrap it). */
 export async function runNetworkTestsCommand(argv: string[]): Promise<number> {
@@ -28,6 +31,7 @@ export async function runNetworkTestsCommand(argv: string[]): Promise<number> {
         url: { type: "string", default: "http://localhost:8080" },
         timeout: { type: "string" },
         json: { type: "boolean", default: false },
+        judge: { type: "string" },
         help: { type: "boolean", short: "h", default: false },
       },
     });
@@ -51,9 +55,11 @@ export async function runNetworkTestsCommand(argv: string[]): Promise<number> {
   }
 
   try {
+    const judge = values.judge === undefined ? undefined : createLlmClient({ model_name: values.judge });
     const report = await runNetworkTests(files, {
       url: values.url,
       timeoutSeconds,
+      ...(judge ? { judge } : {}),
       // Progress goes to stderr so that --json output stays parseable.
       onProgress: (event) => {
         if (event.kind === "run-finished") {
@@ -68,6 +74,7 @@ export async function runNetworkTestsCommand(argv: string[]): Promise<number> {
       console.error(`Invalid test case file${error.errors.length === 1 ? "" : "s"}:\n${error.message}`);
       return 2;
     }
+    if (error instanceof AxonError) return usageError(`${error.message} (${error.reason})`);
     throw error;
   }
 }

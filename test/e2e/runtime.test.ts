@@ -10,6 +10,7 @@ import {
   ChatResponseSchema,
 } from "../../src/gen/neuro_san/api/grpc/agent_pb.js";
 import { ChatContextSchema } from "../../src/gen/neuro_san/api/grpc/chat_pb.js";
+import { createLlmClient } from "../../src/llm/providers.js";
 import { renderReport } from "../../src/network-tests/report.js";
 import { runNetworkTests } from "../../src/network-tests/runner.js";
 import { defaultReply, ScriptedLlm } from "../support/scripted-llm/scripted-llm.js";
@@ -318,15 +319,34 @@ describe("refusals before a chat starts", () => {
 });
 
 describe("data-driven network tests (tests/networks) against the examples and a scripted LLM", () => {
+  const folder = path.join(projectRoot, "tests/networks");
+  const files = readdirSync(folder).map((file) => path.join(folder, file));
+
   it("every case passes; gist assertions are skipped without a judge", async () => {
     const llm = await ScriptedLlm.start("openai");
     const server = await startTestServer({ env: llm.env });
     try {
-      const folder = path.join(projectRoot, "tests/networks");
-      const files = readdirSync(folder).map((file) => path.join(folder, file));
       const report = await runNetworkTests(files, { url: server.url, projectRoot });
       expect(report.passed, renderReport(report)).toBe(true);
       expect(report.totals.cases).toBe(files.length);
+      expect(report.totals.assertions.skipped).toBeGreaterThan(0);
+    } finally {
+      await server.close();
+      await llm.close();
+    }
+  });
+
+  it("gist assertions go to an LLM judge when one is given", async () => {
+    const llm = await ScriptedLlm.start("openai");
+    const server = await startTestServer({ env: llm.env });
+    // The judge is asked on the same scripted server; it says yes to every gist.
+    llm.script((request) => (request.system?.startsWith("You check answers") ? { text: "YES\nIt does." } : defaultReply(request)));
+    try {
+      const judge = createLlmClient({ model_name: "gpt-4o-mini" }, llm.env);
+      const report = await runNetworkTests(files, { url: server.url, projectRoot, judge });
+      expect(report.passed, renderReport(report)).toBe(true);
+      expect(report.totals.assertions.skipped).toBe(0);
+      expect(llm.requests.some((request) => JSON.stringify(request.body).includes("Gist:"))).toBe(true);
     } finally {
       await server.close();
       await llm.close();
