@@ -25,7 +25,8 @@ export class FallbackChain implements LlmClient {
   }
 
   async complete(request: LlmRequest): Promise<LlmResponse> {
-    let failure = new ProviderFailure("none");
+    // Built only on failure: an Error captures a stack, which every successful call would pay for.
+    let failure: ProviderFailure | undefined;
     let failed: ModelClient | undefined;
     for (const model of this.models) {
       request.signal.throwIfAborted();
@@ -45,8 +46,8 @@ export class FallbackChain implements LlmClient {
       metadata: {
         model: failed?.model ?? "",
         provider: failed?.provider ?? "",
-        status: failure.status,
-        ...(failure.errorType === undefined ? {} : { error_type: failure.errorType }),
+        status: failure?.status ?? "none",
+        ...(failure?.errorType === undefined ? {} : { error_type: failure.errorType }),
         models_tried: String(this.models.length),
       },
     });

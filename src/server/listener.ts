@@ -44,7 +44,9 @@ export async function listen(handler: RequestHandler, options: ListenerOptions):
   });
   const firstByteTimeoutMs = options.firstByteTimeoutMs ?? 10_000;
 
-  const tcpServer = net.createServer((socket) => {
+  // http.Server sets TCP_NODELAY on sockets it accepts itself; these it is handed, so say it here: streamed
+  // messages are small writes that Nagle's algorithm would hold back for the peer's acknowledgement.
+  const tcpServer = net.createServer({ noDelay: true }, (socket) => {
     sockets.add(socket);
     undecided.add(socket);
     socket.once("close", () => {
