@@ -7,6 +7,8 @@ export interface LoadOptions {
   concurrency: number;
   warmupMs: number;
   durationMs: number;
+  /** Runs between the warm-up and the measured run, e.g. to sample a server's CPU time so the warm-up's is left out. */
+  beforeMeasuring?: () => Promise<void>;
 }
 
 export interface LoadResult {
@@ -25,6 +27,7 @@ export interface LoadResult {
  */
 export async function runLoad(call: Call, options: LoadOptions): Promise<LoadResult> {
   await loop(call, options.concurrency, options.warmupMs);
+  await options.beforeMeasuring?.();
   const cpuBefore = process.cpuUsage();
   const result = await loop(call, options.concurrency, options.durationMs);
   const cpu = process.cpuUsage(cpuBefore);

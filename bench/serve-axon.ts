@@ -4,13 +4,19 @@ import { loadConfig } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
 import { serveParent } from "./server-process.js";
 
-/** Axon as `npm start` runs it (the repository's manifest, no LLM), on 127.0.0.1 and a free port. */
+/**
+ * Axon as `npm start` runs it, on 127.0.0.1 and a free port: the repository's manifest and no LLM, unless
+ * BENCH_AXON_ENV (a JSON object of environment variables, e.g. AGENT_MANIFEST_FILE and OPENAI_BASE_URL) says otherwise.
+ */
 const projectRoot = path.resolve(import.meta.dirname, "..");
-const config = {
-  ...loadConfig({ AGENT_HTTP_PORT: "0", LOG_LEVEL: "silent", AXON_SHUTDOWN_GRACE_SECONDS: "1" }, projectRoot),
-  host: "127.0.0.1",
+const env: Record<string, string> = {
+  AGENT_HTTP_PORT: "0",
+  LOG_LEVEL: "silent",
+  AXON_SHUTDOWN_GRACE_SECONDS: "1",
+  ...(JSON.parse(process.env.BENCH_AXON_ENV ?? "{}") as Record<string, string>),
 };
-const axon = await startAxon(config, createLogger("silent"), { env: {} });
+const config = { ...loadConfig(env, projectRoot), host: "127.0.0.1" };
+const axon = await startAxon(config, createLogger("silent"), { env });
 
 export interface AxonReady {
   port: number;

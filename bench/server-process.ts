@@ -6,13 +6,30 @@ import { fileURLToPath } from "node:url";
 /*
  * Servers under test run in their own process so that they and the load generator each get a core, instead of
  * sharing one event loop. Parent and child talk in JSON lines: the child prints what it listens on, then answers
- * each "cpu" line with its CPU time so far; when its stdin closes (the parent is done or died) it stops.
+ * each "cpu" line with a sample (its CPU time so far, its memory); when its stdin closes (the parent is done or
+ * died) it stops.
  */
+
+/** What a server process reports about itself when asked. */
+export interface ServerSample {
+  /** User + system CPU time used so far, in microseconds. */
+  cpuMicros: number;
+  rssBytes: number;
+  heapUsedBytes: number;
+  /** The kernel's high-water mark of the resident set over the process's whole life. */
+  maxRssBytes: number;
+  /** Highest V8 heap in use seen since the previous sample (sampled every few milliseconds, so a floor). */
+  peakHeapUsedBytes: number;
+  /** Whatever else the child adds (see `serveParent`'s `extra`). */
+  extra?: unknown;
+}
 
 export interface ServerProcess<Ready> {
   readonly ready: Ready;
   /** User + system CPU time the server process has used so far, in microseconds. */
   cpuMicros(): Promise<number>;
+  /** CPU and memory; also starts the next peak-heap window. */
+  sample(): Promise<ServerSample>;
   stop(): Promise<void>;
 }
 
@@ -31,12 +48,14 @@ export async function startServerProcess<Ready>(
     return value;
   };
   const ready = JSON.parse(await nextLine()) as Ready;
+  const sample = async (): Promise<ServerSample> => {
+    child.stdin!.write("cpu\n");
+    return JSON.parse(await nextLine()) as ServerSample;
+  };
   return {
     ready,
-    async cpuMicros() {
-      child.stdin!.write("cpu\n");
-      return (JSON.parse(await nextLine()) as { cpuMicros: number }).cpuMicros;
-    },
+    sample,
+    cpuMicros: async () => (await sample()).cpuMicros,
     stop: () => stopChild(child),
   };
 }
@@ -50,16 +69,35 @@ async function stopChild(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-/** The child's half: announce `ready`, answer CPU queries, run `stop` and exit when the parent lets go. */
-export function serveParent(ready: unknown, stop: () => Promise<void>): void {
+/**
+ * The child's half: announce `ready`, answer sample queries (with `extra()` when given), run `stop` and exit when
+ * the parent lets go.
+ */
+export function serveParent(ready: unknown, stop: () => Promise<void>, extra?: () => unknown): void {
   process.stdout.write(JSON.stringify(ready) + "\n");
+  // A heap peak lasts only until the next GC, so it is sampled; 20 ms costs well under 0.1% of a core.
+  let peakHeapUsedBytes = process.memoryUsage().heapUsed;
+  const sampler = setInterval(() => {
+    peakHeapUsedBytes = Math.max(peakHeapUsedBytes, process.memoryUsage().heapUsed);
+  }, 20).unref();
   const lines = readline.createInterface({ input: process.stdin });
   lines.on("line", (line) => {
     if (line !== "cpu") return;
     const usage = process.cpuUsage();
-    process.stdout.write(JSON.stringify({ cpuMicros: usage.user + usage.system }) + "\n");
+    const memory = process.memoryUsage();
+    const sample: ServerSample = {
+      cpuMicros: usage.user + usage.system,
+      rssBytes: memory.rss,
+      heapUsedBytes: memory.heapUsed,
+      maxRssBytes: process.resourceUsage().maxRSS * 1024,
+      peakHeapUsedBytes: Math.max(peakHeapUsedBytes, memory.heapUsed),
+      ...(extra ? { extra: extra() } : {}),
+    };
+    peakHeapUsedBytes = memory.heapUsed;
+    process.stdout.write(JSON.stringify(sample) + "\n");
   });
   lines.on("close", () => {
+    clearInterval(sampler);
     void stop().finally(() => process.exit(0));
   });
 }

@@ -1,0 +1,285 @@
+import os from "node:os";
+import { parseArgs } from "node:util";
+import { KeepAliveHttpClient, type HttpRequestSpec } from "./clients.js";
+import { percentile, runLoad, type Call, type LoadResult } from "./load.js";
+import type { AxonReady } from "./serve-axon.js";
+import type { ChatBaselineReady, ChatBaselineScript } from "./serve-chat-baseline.js";
+import type { ScriptedLlmReady, ScriptedLlmTraffic } from "./serve-scripted-llm.js";
+import { startServerProcess, type ServerProcess, type ServerSample } from "./server-process.js";
+
+/*
+ * `npm run bench:chat`: StreamingChat over REST on a three-node network (front man -> LLM sub-agent -> coded tool)
+ * against a zero-latency scripted LLM, MAXIMAL so every message is built and sent. Axon is compared in the same run
+ * with a bare server that makes the same LLM round trips through the same SDK and answers the same bytes:
+ *   1. per-chat and per-message overhead at a low, fixed concurrency;
+ *   2. 200 chats in flight on one Axon process: latency percentiles, throughput, memory, errors.
+ * Axon, the baseline and the scripted LLM each run in their own process. Prints Markdown for docs/benchmarks.md.
+ */
+
+const { values: flags } = parseArgs({
+  options: {
+    seconds: { type: "string", default: "4" },
+    warmup: { type: "string", default: "1" },
+    rounds: { type: "string", default: "3" },
+    concurrency: { type: "string", default: "1" },
+    crowd: { type: "string", default: "200" },
+    "crowd-seconds": { type: "string", default: "8" },
+    "crowd-warmup": { type: "string", default: "2" },
+    "crowd-rounds": { type: "string", default: "2" },
+    // Writes a V8 CPU profile of the Axon process to this folder (open it in Chrome DevTools or speedscope).
+    profile: { type: "string" },
+  },
+});
+type NumericFlag = Exclude<keyof typeof flags, "profile">;
+function positive(flag: NumericFlag): number {
+  const value = Number(flags[flag]);
+  if (!(value > 0)) throw new Error(`--${flag} must be a positive number, got ${flags[flag]}`);
+  return value;
+}
+const overheadLoad = { durationMs: positive("seconds") * 1000, warmupMs: positive("warmup") * 1000, concurrency: positive("concurrency") };
+const crowdLoad = {
+  durationMs: positive("crowd-seconds") * 1000,
+  warmupMs: positive("crowd-warmup") * 1000,
+  concurrency: positive("crowd"),
+};
+const rounds = { overhead: positive("rounds"), crowd: positive("crowd-rounds") };
+
+const network = "three_node";
+const chatRequest: HttpRequestSpec = {
+  method: "POST",
+  path: `/api/v1/${network}/streaming_chat`,
+  headers: { "content-type": "application/json" },
+  body: Buffer.from(JSON.stringify({ user_message: { text: "What do benchmarks do?" }, chat_filter: { chat_filter_type: "MAXIMAL" } })),
+};
+
+type Target = "Axon" | "baseline";
+const targets: Target[] = ["Axon", "baseline"];
+interface Measured extends LoadResult {
+  serverCpuMicros: number;
+  llmCpuMicros: number;
+  /** LLM calls received during the measured run (the warm-up has drained before it starts). */
+  llmRequests: number;
+  /** The server's sample after the run; its heap peak covers warm-up and run. */
+  after: ServerSample;
+}
+
+const processes: ServerProcess<unknown>[] = [];
+const closers: (() => void)[] = [];
+try {
+  const llm = await startServerProcess<ScriptedLlmReady>(new URL("./serve-scripted-llm.ts", import.meta.url));
+  processes.push(llm);
+  const axon = await startServerProcess<AxonReady>(new URL("./serve-axon.ts", import.meta.url), {
+    env: {
+      BENCH_AXON_ENV: JSON.stringify({
+        AGENT_MANIFEST_FILE: "bench/networks/manifest.hocon",
+        AGENT_TOOL_PATH: "bench/coded_tools",
+        ...llm.ready.env,
+      }),
+    },
+    nodeArgs: flags.profile ? ["--cpu-prof", `--cpu-prof-dir=${flags.profile}`] : [],
+  });
+  processes.push(axon);
+  const axonHttp = new KeepAliveHttpClient({ host: "127.0.0.1", port: axon.ready.port }, crowdLoad.concurrency);
+  closers.push(() => axonHttp.close());
+
+  // One chat first: what Axon streams and which LLM calls it makes become the baseline's script and every
+  // later chat's check.
+  await llm.sample();
+  const probe = await axonHttp.send(chatRequest);
+  const lines = probe.body.toString("utf8").split("\n").filter((line) => line !== "");
+  const probeError = chatError(probe.status, lines);
+  if (probeError) throw new Error(`the probe chat failed: ${probeError}\n${probe.body.toString().slice(0, 2000)}`);
+  const traffic = (await llm.sample()).extra as ScriptedLlmTraffic;
+  if (traffic.received !== traffic.first.length || traffic.first.some((request) => request.status !== 200)) {
+    const statuses = JSON.stringify(traffic.first.map((request) => request.status));
+    throw new Error(`the probe chat made ${traffic.received} LLM calls (the first answered ${statuses}); the baseline replays up to 8, all answered`);
+  }
+  const shape = { messages: lines.length, llmRoundTrips: traffic.received, responseBytes: probe.body.length };
+
+  const script: ChatBaselineScript = {
+    path: chatRequest.path,
+    contentType: probe.contentType,
+    responseBase64: probe.body.toString("base64"),
+    llmRequests: traffic.first.map((request) => request.body),
+    llmEnv: llm.ready.env,
+  };
+  const baseline = await startServerProcess<ChatBaselineReady>(new URL("./serve-chat-baseline.ts", import.meta.url), {
+    env: { BENCH_CHAT_BASELINE: JSON.stringify(script) },
+  });
+  processes.push(baseline);
+  const baselineHttp = new KeepAliveHttpClient({ host: "127.0.0.1", port: baseline.ready.port }, crowdLoad.concurrency);
+  closers.push(() => baselineHttp.close());
+
+  const servers: Record<Target, ServerProcess<unknown>> = { Axon: axon, baseline };
+  const calls: Record<Target, Call> = { Axon: chatCaller(axonHttp, shape.messages), baseline: chatCaller(baselineHttp, shape.messages) };
+  const idle = { Axon: await axon.sample(), baseline: await baseline.sample() };
+
+  const measure = async (target: Target, load: typeof overheadLoad, label: string): Promise<Measured> => {
+    const server = servers[target];
+    let before: ServerSample | undefined;
+    let llmBefore: ServerSample | undefined;
+    await server.sample(); // starts the peak-heap window, so the peak covers the warm-up as well
+    const result = await runLoad(calls[target], {
+      ...load,
+      beforeMeasuring: async () => {
+        before = await server.sample();
+        llmBefore = await llm.sample();
+      },
+    });
+    const after = await server.sample();
+    const llmAfter = await llm.sample();
+    const rate = Math.round(result.requests / result.seconds);
+    process.stderr.write(`  ${label} ${target}: ${rate} chats/s, ${result.errors} errors\n`);
+    return {
+      ...result,
+      serverCpuMicros: after.cpuMicros - before!.cpuMicros,
+      llmCpuMicros: llmAfter.cpuMicros - llmBefore!.cpuMicros,
+      llmRequests: (llmAfter.extra as ScriptedLlmTraffic).received,
+      after,
+    };
+  };
+  // A B then B A: whichever runs second in a round gets a warmer machine; alternating cancels that out.
+  const alternate = async (count: number, load: typeof overheadLoad, label: string) => {
+    const runs: Record<Target, Measured[]> = { Axon: [], baseline: [] };
+    for (let round = 0; round < count; round++) {
+      for (const target of round % 2 === 0 ? targets : [...targets].reverse()) {
+        runs[target].push(await measure(target, load, `${label} round ${round + 1}`));
+      }
+    }
+    return runs;
+  };
+
+  printHeader(shape);
+  const overhead = await alternate(rounds.overhead, overheadLoad, `${overheadLoad.concurrency} in flight`);
+  const crowd = await alternate(rounds.crowd, crowdLoad, `${crowdLoad.concurrency} in flight`);
+  printOverhead(overhead, shape);
+  console.log("");
+  printCrowd(crowd, idle);
+  console.log("");
+  console.log(`Load average at end (1 min): ${os.loadavg()[0]!.toFixed(2)}`);
+} finally {
+  for (const close of closers) close();
+  await Promise.all(processes.map((child) => child.stop()));
+}
+
+/** A chat succeeded when it streamed as many messages as the probe did and ended with the final answer. */
+function chatCaller(client: KeepAliveHttpClient, messages: number): Call {
+  return async () => {
+    const reply = await client.send(chatRequest);
+    const lines = reply.body.toString("utf8").split("\n").filter((line) => line !== "");
+    const error = chatError(reply.status, lines) ?? (lines.length === messages ? undefined : `${lines.length} messages, expected ${messages}`);
+    if (error) throw new Error(error);
+  };
+}
+
+function chatError(status: number, lines: string[]): string | undefined {
+  if (status !== 200) return `HTTP ${status}: ${lines.join("\n").slice(0, 300)}`;
+  // An error after the headers arrives as a last line holding a google.rpc.Status instead of a ChatResponse.
+  const last = JSON.parse(lines.at(-1) ?? "{}") as { response?: { type?: string; origin?: unknown } };
+  if (last.response?.type !== "AGENT_FRAMEWORK" || last.response.origin !== undefined) {
+    return `the stream did not end with the final answer: ${(lines.at(-1) ?? "").slice(0, 300)}`;
+  }
+  return undefined;
+}
+
+function printHeader(shape: { messages: number; llmRoundTrips: number; responseBytes: number }): void {
+  const cpus = os.cpus();
+  const args = process.argv.slice(2).join(" ");
+  console.log(`Command: \`npm run bench:chat${args ? ` -- ${args}` : ""}\``);
+  console.log(`Date: ${new Date().toISOString()}`);
+  console.log(`Machine: ${cpus.length} × ${cpus[0]?.model.trim() ?? "unknown CPU"}, ${os.platform()} ${os.release()}, Node ${process.version}`);
+  // Other work on the machine takes cores from every process here; the load average before and after shows if there was any.
+  console.log(`Load average at start (1 min): ${os.loadavg()[0]!.toFixed(2)}`);
+  console.log(
+    `Chat: \`POST ${chatRequest.path}\`, MAXIMAL: ${shape.messages} messages (${shape.responseBytes} B of json-lines), ` +
+      `${shape.llmRoundTrips} LLM round trips`,
+  );
+  console.log(
+    `Load: per-message overhead ${overheadLoad.concurrency} chat(s) in flight, ${flags.warmup} s warm-up + ${flags.seconds} s measured, ` +
+      `${rounds.overhead} rounds; crowd ${crowdLoad.concurrency} chats in flight (${crowdLoad.concurrency} keep-alive sockets), ` +
+      `${flags["crowd-warmup"]} s warm-up + ${flags["crowd-seconds"]} s measured, ${rounds.crowd} rounds; Axon and baseline alternate`,
+  );
+  console.log("");
+}
+
+function combine(runs: Measured[]) {
+  const seconds = sum(runs.map((run) => run.seconds));
+  const chats = sum(runs.map((run) => run.requests));
+  const latencies = runs.flatMap((run) => run.latenciesMs).sort((a, b) => a - b);
+  const serverCpuMicros = sum(runs.map((run) => run.serverCpuMicros));
+  return {
+    chatsPerSecond: chats / seconds,
+    perRound: runs.map((run) => run.requests / run.seconds),
+    p50: percentile(latencies, 0.5),
+    p90: percentile(latencies, 0.9),
+    p99: percentile(latencies, 0.99),
+    max: latencies.at(-1) ?? Number.NaN,
+    cpuMicrosPerChat: serverCpuMicros / chats,
+    serverCores: serverCpuMicros / 1e6 / seconds,
+    llmCores: sum(runs.map((run) => run.llmCpuMicros)) / 1e6 / seconds,
+    llmRoundTripsPerChat: sum(runs.map((run) => run.llmRequests)) / sum(runs.map((run) => run.requests + run.errors)),
+    clientCores: sum(runs.map((run) => run.clientCores * run.seconds)) / seconds,
+    errors: sum(runs.map((run) => run.errors)),
+    maxRssBytes: Math.max(...runs.map((run) => run.after.maxRssBytes)),
+    peakHeapUsedBytes: Math.max(...runs.map((run) => run.after.peakHeapUsedBytes)),
+  };
+}
+
+function printOverhead(runs: Record<Target, Measured[]>, shape: { messages: number }): void {
+  const axon = combine(runs.Axon);
+  const baseline = combine(runs.baseline);
+  console.log(`Per-message overhead, ${overheadLoad.concurrency} chat(s) in flight:`);
+  console.log("");
+  console.log(
+    "| Server | chats/s (per round) | p50 ms | p90 ms | p99 ms | messages/chat | LLM calls/chat | server CPU µs/chat | server CPU µs/message | server cores | LLM cores | client cores | errors |",
+  );
+  console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+  for (const [name, figures] of [["Axon", axon], ["bare node:http + openai SDK", baseline]] as const) {
+    console.log(
+      `| ${name} | ${rate(figures)} | ${ms(figures.p50)} | ${ms(figures.p90)} | ${ms(figures.p99)} | ${shape.messages} | ` +
+        `${figures.llmRoundTripsPerChat.toFixed(2)} | ${figures.cpuMicrosPerChat.toFixed(0)} | ${(figures.cpuMicrosPerChat / shape.messages).toFixed(0)} | ` +
+        `${figures.serverCores.toFixed(2)} | ${figures.llmCores.toFixed(2)} | ${figures.clientCores.toFixed(2)} | ${figures.errors} |`,
+    );
+  }
+  const extraCpu = axon.cpuMicrosPerChat - baseline.cpuMicrosPerChat;
+  console.log("");
+  console.log("| Axon − baseline | p50 latency | p99 latency | server CPU per chat | server CPU per message | Axon / baseline CPU per chat |");
+  console.log("| --- | ---: | ---: | ---: | ---: | ---: |");
+  console.log(
+    `| per chat of ${shape.messages} messages | +${ms(axon.p50 - baseline.p50)} ms | +${ms(axon.p99 - baseline.p99)} ms | ` +
+      `+${extraCpu.toFixed(0)} µs | +${(extraCpu / shape.messages).toFixed(0)} µs | ${(axon.cpuMicrosPerChat / baseline.cpuMicrosPerChat).toFixed(2)}× |`,
+  );
+}
+
+function printCrowd(runs: Record<Target, Measured[]>, idle: Record<Target, ServerSample>): void {
+  console.log(`${crowdLoad.concurrency} chats in flight on one process:`);
+  console.log("");
+  console.log(
+    "| Server | chats/s (per round) | p50 ms | p90 ms | p99 ms | max ms | server CPU µs/chat | server cores | LLM cores | client cores | RSS idle → peak MB | heap used idle → peak MB | errors |",
+  );
+  console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+  for (const [target, name] of [["Axon", "Axon"], ["baseline", "bare node:http + openai SDK"]] as const) {
+    const figures = combine(runs[target]);
+    console.log(
+      `| ${name} | ${rate(figures)} | ${ms(figures.p50)} | ${ms(figures.p90)} | ${ms(figures.p99)} | ${ms(figures.max)} | ` +
+        `${figures.cpuMicrosPerChat.toFixed(0)} | ${figures.serverCores.toFixed(2)} | ${figures.llmCores.toFixed(2)} | ${figures.clientCores.toFixed(2)} | ` +
+        `${mb(idle[target].rssBytes)} → ${mb(figures.maxRssBytes)} | ${mb(idle[target].heapUsedBytes)} → ${mb(figures.peakHeapUsedBytes)} | ${figures.errors} |`,
+    );
+  }
+}
+
+function rate(figures: { chatsPerSecond: number; perRound: number[] }): string {
+  return `${figures.chatsPerSecond.toFixed(0)} (${figures.perRound.map((value) => value.toFixed(0)).join(", ")})`;
+}
+
+function ms(value: number): string {
+  return value.toFixed(2);
+}
+
+function mb(bytes: number): string {
+  return (bytes / 1024 / 1024).toFixed(0);
+}
+
+function sum(values: number[]): number {
+  return values.reduce((total, value) => total + value, 0);
+}
