@@ -7,6 +7,12 @@ export interface FieldViolation {
   description: string;
 }
 
+/** google.rpc.QuotaFailure.Violation: which quota a refusal hit. */
+export interface QuotaViolation {
+  subject: string;
+  description: string;
+}
+
 /**
  * A failure the client can act on. The core throws these; the edge turns them into google.rpc.Status
  * (src/server/status.ts) and nothing else reaches a client.
@@ -18,17 +24,28 @@ export class AxonError extends Error {
   override readonly name = "AxonError";
   readonly metadata: Record<string, string>;
   readonly fieldViolations: FieldViolation[];
+  /** When to retry (google.rpc.RetryInfo, and Retry-After over HTTP). */
+  readonly retryAfterSeconds: number | undefined;
+  readonly quotaViolations: QuotaViolation[];
 
   constructor(
     readonly code: Code,
     /** UPPER_SNAKE, stable, machine-readable: the ErrorInfo reason. */
     readonly reason: string,
     message: string,
-    options: { metadata?: Record<string, string>; fieldViolations?: FieldViolation[]; cause?: unknown } = {},
+    options: {
+      metadata?: Record<string, string>;
+      fieldViolations?: FieldViolation[];
+      retryAfterSeconds?: number;
+      quotaViolations?: QuotaViolation[];
+      cause?: unknown;
+    } = {},
   ) {
     super(message, { cause: options.cause });
     this.metadata = options.metadata ?? {};
     this.fieldViolations = options.fieldViolations ?? [];
+    this.retryAfterSeconds = options.retryAfterSeconds;
+    this.quotaViolations = options.quotaViolations ?? [];
   }
 }
 

@@ -3,7 +3,13 @@ import { create, toJson, type DescMessage, type JsonValue, type MessageInitShape
 import { Code, ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
 import { AxonError } from "../errors.js";
-import { BadRequestSchema, ErrorInfoSchema, type ErrorInfo } from "../gen/google/rpc/error_details_pb.js";
+import {
+  BadRequestSchema,
+  ErrorInfoSchema,
+  QuotaFailureSchema,
+  RetryInfoSchema,
+  type ErrorInfo,
+} from "../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../gen/google/rpc/status_pb.js";
 import { typeRegistry } from "./descriptors.js";
 
@@ -19,18 +25,57 @@ export const errorDomain = "axon";
  */
 export function toConnectError(error: unknown): ConnectError {
   if (error instanceof AxonError) {
-    const details: OutgoingDetail[] = [
-      { desc: ErrorInfoSchema, value: { reason: error.reason, domain: errorDomain, metadata: error.metadata } },
-    ];
+    const metadata = { category: categoryOf(error.code), ...error.metadata };
+    const details: OutgoingDetail[] = [{ desc: ErrorInfoSchema, value: { reason: error.reason, domain: errorDomain, metadata } }];
     if (error.fieldViolations.length > 0) {
       details.push({ desc: BadRequestSchema, value: { fieldViolations: error.fieldViolations } });
     }
-    return new ConnectError(error.message, error.code, undefined, details, error);
+    const headers = new Headers();
+    if (error.retryAfterSeconds !== undefined) {
+      details.push({ desc: RetryInfoSchema, value: { retryDelay: { seconds: BigInt(error.retryAfterSeconds) } } });
+      headers.set("retry-after", String(error.retryAfterSeconds));
+    }
+    if (error.quotaViolations.length > 0) details.push({ desc: QuotaFailureSchema, value: { violations: error.quotaViolations } });
+    if (error.code === Code.Unauthenticated) headers.set("www-authenticate", "Bearer");
+    return new ConnectError(error.message, error.code, headers, details, error);
   }
   if (error instanceof ConnectError) return error;
   return new ConnectError("internal error", Code.Internal, undefined, [
-    { desc: ErrorInfoSchema, value: { reason: "INTERNAL", domain: errorDomain } },
+    { desc: ErrorInfoSchema, value: { reason: "INTERNAL", domain: errorDomain, metadata: { category: "other" } } },
   ]);
+}
+
+/**
+ * The closed set of categories (Agent V1 §7) that logs and metric labels may carry; an error names its own
+ * when the code alone does not say it (storage failures are UNAVAILABLE too).
+ */
+export function categoryOf(code: Code): string {
+  switch (code) {
+    case Code.Unauthenticated:
+      return "authentication";
+    case Code.PermissionDenied:
+      return "authorization";
+    case Code.Canceled:
+      return "canceled";
+    case Code.Aborted:
+    case Code.AlreadyExists:
+      return "conflict";
+    case Code.Unknown:
+      return "invalid_response";
+    case Code.ResourceExhausted:
+      return "rate_limited";
+    case Code.InvalidArgument:
+    case Code.NotFound:
+    case Code.FailedPrecondition:
+    case Code.OutOfRange:
+      return "rejected";
+    case Code.DeadlineExceeded:
+      return "timeout";
+    case Code.Unavailable:
+      return "unavailable";
+    default:
+      return "other";
+  }
 }
 
 /** True when the error came from our own code paths rather than a bug: worth a warn, not an error log. */

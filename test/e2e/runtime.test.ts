@@ -246,7 +246,7 @@ describe("the runtime against scripted LLM servers", () => {
     const lines = await restChat(server, "slow", { user_message: { text: "hurry" } });
     expect(lines.at(-1)).toMatchObject({
       code: 4,
-      details: [expect.objectContaining({ reason: "MAX_EXECUTION_SECONDS", metadata: { max_execution_seconds: "1" } })],
+      details: [expect.objectContaining({ reason: "MAX_EXECUTION_SECONDS", metadata: { category: "timeout", max_execution_seconds: "1" } })],
     });
     await openai.whenAborted(1);
   });

@@ -141,7 +141,7 @@ describe("REST transcoding over the Connect router", () => {
       code: 5,
       message: "agent network not found",
       details: [
-        { "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "AGENT_NOT_FOUND", domain: "axon", metadata: { agent_name: "nobody" } },
+        { "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "AGENT_NOT_FOUND", domain: "axon", metadata: { category: "rejected", agent_name: "nobody" } },
       ],
     });
   });
@@ -203,7 +203,7 @@ describe("REST transcoding over the Connect router", () => {
         code: 5,
         message: "agent network not found",
         details: [
-          { "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "AGENT_NOT_FOUND", domain: "axon", metadata: { agent_name: "sub_agent" } },
+          { "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "AGENT_NOT_FOUND", domain: "axon", metadata: { category: "rejected", agent_name: "sub_agent" } },
         ],
       },
     ]);
