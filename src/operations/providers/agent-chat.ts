@@ -1,0 +1,157 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { ChatRunner } from "../../agents/chat-runner.js";
+import type { AgentRegistry } from "../../agents/registry.js";
+import { AxonError, type FieldViolation } from "../../errors.js";
+import { ChatMessage_ChatMessageType as MessageType, type ChatMessage } from "../../gen/neuro_san/api/grpc/chat_pb.js";
+import { sanitizeProviderText } from "../sanitize.js";
+import type { ExecutionContext, ExecutionOutcome, OperationToExecute, Presentation, Provider } from "./provider.js";
+
+export interface AgentChatProviderOptions {
+  /** The served networks; private ones are callable too, as over StreamingChat. */
+  registry: Pick<AgentRegistry, "get">;
+  chats: ChatRunner;
+  /** At most one progress report per this many milliseconds. Default 1000. */
+  progressIntervalMs?: number;
+  /** Milliseconds on any monotonic scale; injectable so throttling is tested without sleeping. */
+  now?: () => number;
+}
+
+export const MAX_CHAT_TEXT_LENGTH = 100_000;
+const SUMMARY_TEXT_LENGTH = 200;
+
+/**
+ * `agent.chat` (spec §8): one turn with a hosted agent network, run as a long-running operation.
+ *
+ * A chat has no outcome outside this process: the network's work lives in this turn, and whatever its tools did is
+ * their own business, proven or not by their own means. So every end of a chat here is a proven one: an answer is
+ * `succeeded`, an error (thrown before or during the stream) is `failed`, and execute never rejects as ambiguous.
+ */
+export class AgentChatProvider implements Provider {
+  readonly operation = "agent.chat";
+  private readonly progressIntervalMs: number;
+  private readonly now: () => number;
+
+  constructor(private readonly options: AgentChatProviderOptions) {
+    this.progressIntervalMs = options.progressIntervalMs ?? 1000;
+    this.now = options.now ?? (() => performance.now());
+  }
+
+  validate(target: JsonObject, args: JsonObject): FieldViolation[] {
+    const violations: FieldViolation[] = [];
+    const violate = (field: string, description: string) => violations.push({ field, description });
+    for (const key of Object.keys(target)) if (key !== "network") violate(`target.${fieldKey(key)}`, "unknown field");
+    for (const key of Object.keys(args)) if (key !== "text" && key !== "sly_data") violate(`arguments.${fieldKey(key)}`, "unknown field");
+
+    const network = target["network"];
+    if (typeof network !== "string" || network === "") violate("target.network", "is required: the name of an agent network");
+    else if (this.options.registry.get(network) === undefined) violate("target.network", "no agent network by this name is served");
+
+    const text = args["text"];
+    if (typeof text !== "string" || text.length === 0 || text.length > MAX_CHAT_TEXT_LENGTH) {
+      violate("arguments.text", `is required: 1 to ${MAX_CHAT_TEXT_LENGTH} characters`);
+    }
+    const slyData = args["sly_data"];
+    if (slyData !== undefined && !isObject(slyData)) violate("arguments.sly_data", "must be an object");
+    return violations;
+  }
+
+  present(target: JsonObject, args: JsonObject): Presentation {
+    const network = printable(target["network"]) || "an agent network";
+    // The text is the requester's own words and safe to show; sly_data is never shown.
+    return { title: truncate(`Chat with ${network}`, 160), summary: truncate(printable(args["text"]), SUMMARY_TEXT_LENGTH) };
+  }
+
+  async execute(operation: OperationToExecute, context: ExecutionContext): Promise<ExecutionOutcome> {
+    const name = operation.target["network"];
+    const network = typeof name === "string" ? this.options.registry.get(name) : undefined;
+    // Validated at submission; a reload may have stopped serving it since.
+    if (network === undefined) return failed("agent_not_found", "the agent network is no longer served");
+    const text = operation.arguments["text"];
+    const slyData = operation.arguments["sly_data"];
+
+    const progress = this.progressReporter(context);
+    try {
+      const messages = await this.options.chats.start({
+        network,
+        text: typeof text === "string" ? text : "",
+        mimeData: [],
+        slyData: isObject(slyData) ? slyData : {},
+        chatContext: undefined,
+        metadata: { request_id: operation.id },
+        signal: context.signal,
+      });
+      for await (const message of messages) {
+        if (message.type === MessageType.AGENT_FRAMEWORK) return { state: "succeeded", result: resultOf(message) };
+        if (message.type === MessageType.AI || message.type === MessageType.AGENT_PROGRESS) progress(message);
+      }
+    } catch (error) {
+      return failureOf(error, context.signal);
+    }
+    return failed("agent_chat_failed", "the chat ended without an answer");
+  }
+
+  /** A chat cut by a crash did not finish, and running it again would be a new chat, not this one. */
+  async reconcile(): Promise<ExecutionOutcome | undefined> {
+    return failed("interrupted", "the chat was interrupted by a server restart and did not finish");
+  }
+
+  /**
+   * Who is working, from the messages' origins: agent names come from the network definition, while message text
+   * and progress structures may carry tool data or sly_data-derived values and are never shown. Heartbeats (no
+   * origin) and repeats of the last summary are skipped; each report is a new revision of the operation.
+   */
+  private progressReporter(context: ExecutionContext): (message: ChatMessage) => void {
+    let lastAt = Number.NEGATIVE_INFINITY;
+    let lastSummary = "";
+    return (message) => {
+      const agent = printable(message.origin.at(-1)?.tool);
+      if (agent === "") return;
+      const summary = truncate(message.type === MessageType.AI ? `${agent} replied` : `${agent} is working`, 500);
+      const now = this.now();
+      if (summary === lastSummary || now - lastAt < this.progressIntervalMs) return;
+      lastAt = now;
+      lastSummary = summary;
+      context.reportProgress(summary);
+    };
+  }
+}
+
+function resultOf(message: ChatMessage): JsonObject {
+  return {
+    text: message.text,
+    ...(message.structure === undefined ? {} : { structure: message.structure }),
+    ...(message.slyData === undefined ? {} : { sly_data: message.slyData }),
+  };
+}
+
+function failureOf(error: unknown, signal: AbortSignal): ExecutionOutcome {
+  if (error instanceof AxonError) {
+    return failed(error.reason.toLowerCase(), sanitizeProviderText(error.message) || "the chat failed");
+  }
+  if (signal.aborted) return failed("interrupted", "execution stopped before the chat finished");
+  // LLM SDKs and coded tools say what they like; it passes through the sanitizer like any provider text.
+  const message = error instanceof Error ? sanitizeProviderText(error.message) : "";
+  return failed("agent_chat_failed", message || "the chat failed");
+}
+
+function failed(code: string, message: string): ExecutionOutcome {
+  return { state: "failed", code, message };
+}
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function fieldKey(key: string): string {
+  return truncate(printable(key), 64);
+}
+
+/** One line of printable text: controls and line breaks become spaces, runs of whitespace one space. */
+function printable(value: unknown): string {
+  return typeof value === "string" ? value.replace(/[\p{C}\p{Zl}\p{Zp}]/gu, " ").replace(/\s+/g, " ").trim() : "";
+}
+
+function truncate(text: string, limit: number): string {
+  const codePoints = Array.from(text);
+  return codePoints.length <= limit ? text : `${codePoints.slice(0, limit - 1).join("")}…`;
+}

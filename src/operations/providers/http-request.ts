@@ -1,0 +1,486 @@
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import { Code } from "@connectrpc/connect";
+import { AxonError, type FieldViolation } from "../../errors.js";
+import { REDACTED, sanitizeProviderError, secretVariants } from "../sanitize.js";
+import { HTTP_METHODS, isHttpMethod, type Credential, type Credentials, type HttpMethod } from "./credentials.js";
+import type { ExecutionContext, ExecutionOutcome, OperationToExecute, Presentation, Provider } from "./provider.js";
+
+export interface HttpRequestProviderOptions {
+  credentials: Credentials;
+  /** From dispatch to the last byte of the response. Default 30 s. */
+  timeoutMs?: number;
+  /** Response body bytes kept; the rest is cut and the result says `truncated`. Default 1 MiB. */
+  maxResponseBytes?: number;
+}
+
+/**
+ * Request headers an agent may set. Authorization, Cookie, Host and the credential's own header are never among
+ * them: the server alone decides what identifies the request upstream.
+ */
+export const ALLOWED_REQUEST_HEADERS: readonly string[] = [
+  "accept",
+  "accept-language",
+  "content-type",
+  "idempotency-key",
+  "if-match",
+  "if-modified-since",
+  "if-none-match",
+  "if-unmodified-since",
+  "x-request-id",
+];
+
+/** Response headers a result carries; the rest (Set-Cookie above all) stays with the server. */
+export const RESULT_HEADERS: readonly string[] = [
+  "content-type",
+  "content-length",
+  "etag",
+  "last-modified",
+  "location",
+  "retry-after",
+  "x-request-id",
+];
+
+const DEFAULT_TIMEOUT_MS = 30_000;
+const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
+const MAX_PATH_LENGTH = 2048;
+/** Beyond this many servers refuse the request line; better said at validation than as a 414 after approval. */
+const MAX_URL_LENGTH = 8192;
+const MAX_HEADER_VALUE_LENGTH = 1024;
+const MAX_RESULT_HEADER_LENGTH = 500;
+/** Deeper JSON stays text: the result is walked, stored and re-serialized by recursive code downstream. */
+const MAX_JSON_DEPTH = 64;
+
+/**
+ * `http.request` (spec §8): a credential broker. The agent names a credential and a path under its base URL; the
+ * server sends the request with the secret it alone holds, and answers with a bounded, secret-free result.
+ */
+export class HttpRequestProvider implements Provider {
+  readonly operation = "http.request";
+  private readonly credentials: Credentials;
+  private readonly timeoutMs: number;
+  private readonly maxResponseBytes: number;
+
+  constructor(options: HttpRequestProviderOptions) {
+    this.credentials = options.credentials;
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  }
+
+  validate(target: JsonObject, args: JsonObject): FieldViolation[] {
+    return planRequest(this.credentials, target, args).violations;
+  }
+
+  present(target: JsonObject, args: JsonObject): Presentation {
+    const credentialName = printable(target["credential"]) || "unknown";
+    const method = printable(args["method"]).toUpperCase() || "REQUEST";
+    const pathText = printable(target["path"]);
+    const path = pathText.startsWith("/") ? pathText : `/${pathText}`;
+    const credential = this.credentials.get(credentialName);
+
+    const parts = [
+      credential === undefined
+        ? `${method} ${path} with the unknown credential ${credentialName}`
+        : `${method} ${credential.origin}${credential.basePath}${path} with credential ${credentialName}`,
+    ];
+    const query = args["query"];
+    if (isObject(query) && Object.keys(query).length > 0) parts.push(`query ${Object.keys(query).map(printable).join(" ")}`);
+    const headers = args["headers"];
+    if (isObject(headers) && Object.keys(headers).length > 0) {
+      parts.push(`headers ${Object.keys(headers).map((name) => printable(name).toLowerCase()).join(" ")}`);
+    }
+    const body = args["body"];
+    if (body !== undefined) {
+      parts.push(typeof body === "string" ? `a text body of ${byteLength(body)} bytes` : `a JSON body of ${byteLength(JSON.stringify(body))} bytes`);
+    }
+    if (args["body_sealed"] !== undefined) parts.push("a sealed body");
+    // Only names, the path and sizes: query, header and body values are the agent's data, not transcript text.
+    return { title: truncate(`HTTP ${method} ${credentialName} ${path}`, 160), summary: truncate(parts.join("; "), 500) };
+  }
+
+  async execute(operation: OperationToExecute, context: ExecutionContext): Promise<ExecutionOutcome> {
+    const { violations, request } = planRequest(this.credentials, operation.target, operation.arguments);
+    if (request === undefined) {
+      // Validated at submission; the configuration changed since (a credential removed, its methods narrowed).
+      return violations.some((violation) => violation.field === "target.credential")
+        ? failed("credential_not_configured", "the credential of this request is not configured on this server")
+        : failed("invalid_operation", "the request is no longer valid under this server's credential configuration");
+    }
+    const { credential } = request;
+    const secret = this.credentials.secretOf(credential);
+    if (secret === undefined) {
+      return failed("credential_unavailable", `the secret of credential ${credential.name} is not set on this server`);
+    }
+    const authorization = credential.scheme === undefined ? secret : `${credential.scheme} ${secret}`;
+    // fetch would reject such a value with a message quoting it; say it without the value instead.
+    if (!HEADER_VALUE.test(authorization)) {
+      return failed("credential_unavailable", `the secret of credential ${credential.name} is not a valid header value`);
+    }
+    if (context.signal.aborted) return failed("interrupted", "execution stopped before the request was sent");
+
+    const timeout = AbortSignal.timeout(this.timeoutMs);
+    const signal = AbortSignal.any([context.signal, timeout]);
+    const headers = new Headers(request.headers);
+    headers.set(credential.header, authorization);
+
+    let response: Response;
+    try {
+      response = await fetch(request.url, {
+        method: request.method,
+        headers,
+        ...(request.body === undefined ? {} : { body: request.body }),
+        // A redirect is the upstream's answer, never a reason to send the secret somewhere else.
+        redirect: "manual",
+        signal,
+      });
+    } catch (error) {
+      const notSent = notSentReason(error);
+      if (notSent !== undefined) return failed("upstream_unavailable", notSent);
+      // The request may have reached the upstream, which may have acted on it: only the lifecycle may decide what
+      // that means (upstream_result_unknown). The original error stays behind: nothing of the request travels on.
+      throw new AxonError(Code.Unavailable, "UPSTREAM_RESULT_UNKNOWN", "the request was sent but no answer arrived", {
+        metadata: { cause: timeout.aborted ? "timeout" : context.signal.aborted ? "canceled" : "connection_lost" },
+      });
+    }
+
+    // From here on the upstream has answered: whatever happens to the body, the outcome is proven.
+    const { bytes, truncated } = await readBounded(response.body, this.maxResponseBytes);
+    const redactions = secretVariants(secret);
+    const text = new TextDecoder("utf-8", { fatal: false }).decode(bytes, { stream: truncated });
+    let body: JsonValue;
+    if (response.status >= 400) {
+      // Raw upstream error bodies are never stored (spec §7): only their documented message, sanitized.
+      body = sanitizeProviderError(text, { secrets: [secret] });
+    } else {
+      body = parsedJson(response.headers.get("content-type"), text, truncated, redactions) ?? redactText(text, redactions, secret, truncated);
+    }
+    return {
+      state: "succeeded",
+      result: { status: response.status, headers: resultHeaders(response.headers, request.url, redactions), body, truncated },
+    };
+  }
+
+  /** An HTTP request cut by a crash cannot be proven either way: the lifecycle records upstream_result_unknown. */
+  async reconcile(): Promise<ExecutionOutcome | undefined> {
+    return undefined;
+  }
+}
+
+interface PlannedRequest {
+  credential: Credential;
+  method: HttpMethod;
+  url: URL;
+  headers: [string, string][];
+  body: string | undefined;
+}
+
+/** The one reading of target and arguments: validation, and the request that execution sends. */
+function planRequest(credentials: Credentials, target: JsonObject, args: JsonObject): { violations: FieldViolation[]; request?: PlannedRequest } {
+  const violations: FieldViolation[] = [];
+  const violate = (field: string, description: string) => violations.push({ field, description });
+  for (const key of Object.keys(target)) if (key !== "credential" && key !== "path") violate(`target.${fieldKey(key)}`, "unknown field");
+  for (const key of Object.keys(args)) {
+    if (!ARGUMENT_FIELDS.has(key)) violate(`arguments.${fieldKey(key)}`, "unknown field");
+  }
+
+  const name = target["credential"];
+  const credential = typeof name === "string" ? credentials.get(name) : undefined;
+  if (typeof name !== "string" || name === "") violate("target.credential", "is required: the name of a configured credential");
+  else if (credential === undefined) violate("target.credential", "no credential by this name is configured");
+
+  const path = target["path"];
+  const pathProblem = pathProblemOf(path);
+  if (pathProblem !== undefined) violate("target.path", pathProblem);
+
+  const rawMethod = args["method"];
+  const method = typeof rawMethod === "string" ? rawMethod.toUpperCase() : undefined;
+  if (!isHttpMethod(method)) {
+    violate("arguments.method", `is required: one of ${HTTP_METHODS.join(" ")}`);
+  } else if (credential !== undefined && !credential.methods.includes(method)) {
+    violate("arguments.method", `this credential allows only ${credential.methods.join(" ")}`);
+  }
+
+  let url: URL | undefined;
+  if (credential !== undefined && pathProblem === undefined && typeof path === "string") {
+    url = new URL(`${credential.origin}${credential.basePath}/${path.replace(/^\//, "")}`);
+    // Defense in depth: whatever the parser made of the path, the request stays under the base URL.
+    const underBase = url.pathname === credential.basePath || url.pathname.startsWith(`${credential.basePath}/`);
+    if (url.origin !== credential.origin || !underBase || url.search !== "" || url.hash !== "") {
+      violate("target.path", "must stay under the credential's base URL");
+      url = undefined;
+    }
+  }
+
+  const query = args["query"];
+  if (query !== undefined) {
+    if (!isObject(query)) violate("arguments.query", "must be an object of strings, numbers or booleans");
+    else {
+      for (const [key, value] of Object.entries(query)) {
+        if (key === "") violate("arguments.query", "parameter names may not be empty");
+        else if (typeof value === "string" || typeof value === "boolean" || (typeof value === "number" && Number.isFinite(value))) {
+          url?.searchParams.append(key, String(value));
+        } else violate(`arguments.query.${fieldKey(key)}`, "must be a string, a number or a boolean");
+      }
+    }
+  }
+  if (url !== undefined && url.href.length > MAX_URL_LENGTH) violate("arguments.query", `makes the URL longer than ${MAX_URL_LENGTH} characters`);
+
+  const headers: [string, string][] = [];
+  const rawHeaders = args["headers"];
+  if (rawHeaders !== undefined) {
+    if (!isObject(rawHeaders)) violate("arguments.headers", "must be an object of header names to string values");
+    else {
+      const seen = new Set<string>();
+      for (const [headerName, value] of Object.entries(rawHeaders)) {
+        const lower = headerName.toLowerCase();
+        const field = `arguments.headers.${fieldKey(headerName)}`;
+        if (credential !== undefined && lower === credential.header.toLowerCase()) violate(field, "carries the credential and is set by the server");
+        else if (!ALLOWED_REQUEST_HEADERS.includes(lower)) violate(field, `is not an allowed header (allowed are ${ALLOWED_REQUEST_HEADERS.join(" ")})`);
+        else if (seen.has(lower)) violate(field, "is given twice");
+        else if (typeof value !== "string" || value.length > MAX_HEADER_VALUE_LENGTH || !HEADER_VALUE.test(value)) {
+          violate(field, `must be a string of at most ${MAX_HEADER_VALUE_LENGTH} printable ASCII characters`);
+        } else headers.push([lower, value]);
+        seen.add(lower);
+      }
+    }
+  }
+
+  const body = args["body"];
+  let encodedBody: string | undefined;
+  if (args["body_sealed"] !== undefined) {
+    violate("arguments.body_sealed", "sealed request bodies are not supported yet");
+    if (body !== undefined) violate("arguments.body", "give body or body_sealed, not both");
+  }
+  if (body !== undefined) {
+    if (method === "GET" || method === "HEAD") violate("arguments.body", `a ${method} request carries no body`);
+    encodedBody = typeof body === "string" ? body : JSON.stringify(body);
+    if (!headers.some(([header]) => header === "content-type")) {
+      headers.push(["content-type", typeof body === "string" ? "text/plain; charset=utf-8" : "application/json"]);
+    }
+  }
+
+  if (violations.length > 0 || credential === undefined || url === undefined || !isHttpMethod(method)) return { violations };
+  return { violations, request: { credential, method, url, headers, body: encodedBody } };
+}
+
+const ARGUMENT_FIELDS = new Set(["method", "query", "headers", "body", "body_sealed"]);
+/** RFC 3986 path characters; anything else (space, `?`, `#`, `\`, non-ASCII, controls) must be percent-encoded or is refused. */
+const PATH_CHARACTERS = /^[A-Za-z0-9\-._~!$&'()*+,;=:@%/]*$/;
+/** Visible ASCII, space and tab: no line breaks to split a header with. */
+const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
+
+/**
+ * Why a target path could leave the credential's base URL, or undefined when it cannot. The path is joined to the
+ * base path as it is, so everything a parser or an upstream might read as "go up" or "go elsewhere" is refused:
+ * dot segments (also percent-encoded, nested encodings, and Tomcat's `..;`), encoded slashes and backslashes,
+ * absolute URLs and `//host`.
+ */
+function pathProblemOf(path: JsonValue | undefined): string | undefined {
+  if (typeof path !== "string") return "is required: a path under the credential's base URL";
+  if (path.length > MAX_PATH_LENGTH) return `may be at most ${MAX_PATH_LENGTH} characters`;
+  if (path.includes("\\")) return "may not contain backslashes";
+  if (/^[A-Za-z][A-Za-z0-9+.-]*:/.test(path)) return "must be a path, not a URL";
+  if (path.startsWith("//")) return "may not start with two slashes";
+  if (!PATH_CHARACTERS.test(path)) return "may contain only URL path characters (percent-encode the rest; the query goes in arguments.query)";
+  if (/%(?![0-9A-Fa-f]{2})/.test(path)) return "has a malformed percent escape";
+  const segments = path.replace(/^\//, "").split("/");
+  for (const [index, segment] of segments.entries()) {
+    if (segment === "" && index < segments.length - 1) return "may not contain empty segments";
+    if (leavesItsPlace(segment)) return "may not contain dot segments or encoded slashes";
+  }
+  return undefined;
+}
+
+function leavesItsPlace(segment: string): boolean {
+  let current = segment;
+  for (let round = 0; round < 4; round++) {
+    const beforeParameters = current.split(";")[0];
+    if (beforeParameters === "." || beforeParameters === ".." || /[/\\\x00-\x1f\x7f]/.test(current)) return true;
+    // Byte-wise, so an escape that is not UTF-8 still decodes and is looked at.
+    const decoded = current.replace(/%([0-9A-Fa-f]{2})/g, (_match, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+    if (decoded === current) return false;
+    current = decoded;
+  }
+  return true; // encodings nested this deep are not a path anyone means
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Dispatch outcomes
+
+/**
+ * Error codes that prove the request never left: they only arise while resolving the name, connecting, or in the TLS
+ * handshake, all before a byte of the request is written. Codes an established (possibly reused) connection can also
+ * report, such as EHOSTUNREACH or ECONNRESET, are left out: for them the request may have gone, so they stay ambiguous.
+ */
+const NOT_SENT: Record<string, string> = {
+  ECONNREFUSED: "the upstream refused the connection",
+  ENOTFOUND: "the upstream host name does not resolve",
+  EAI_AGAIN: "the upstream host name could not be resolved",
+  EAI_NONAME: "the upstream host name does not resolve",
+  EAI_NODATA: "the upstream host name does not resolve",
+  EAI_FAIL: "the upstream host name could not be resolved",
+  EADDRNOTAVAIL: "the upstream address is not available",
+  UND_ERR_CONNECT_TIMEOUT: "connecting to the upstream timed out",
+  ERR_TLS_CERT_ALTNAME_INVALID: "the upstream's TLS certificate is not valid for its host",
+  ERR_SSL_WRONG_VERSION_NUMBER: "the TLS handshake with the upstream failed",
+};
+/** OpenSSL's certificate verification failures (CERT_HAS_EXPIRED, DEPTH_ZERO_SELF_SIGNED_CERT, UNABLE_TO_GET_ISSUER_CERT...). */
+const CERTIFICATE_FAILURE = /CERT|^UNABLE_TO_/;
+
+/** A sanitized reason when the error proves nothing was sent; undefined when the request may have gone out. */
+function notSentReason(error: unknown): string | undefined {
+  const cause = error instanceof Error ? error.cause : undefined;
+  // Happy Eyeballs tries several addresses and reports all their failures together.
+  const causes = cause instanceof AggregateError ? cause.errors : [cause];
+  const reasons = causes.map((each) => {
+    // fetch refuses the ports the Fetch standard blocks (6000, 6667, 10080, ...) before opening anything.
+    if (each instanceof Error && each.message === "bad port") return "the HTTP client refuses to connect to this port";
+    const code = each instanceof Error ? (each as { code?: unknown }).code : undefined;
+    if (typeof code !== "string") return undefined;
+    return NOT_SENT[code] ?? (CERTIFICATE_FAILURE.test(code) ? "the upstream's TLS certificate was not accepted" : undefined);
+  });
+  if (reasons.length === 0 || reasons.some((reason) => reason === undefined)) return undefined;
+  return reasons[0];
+}
+
+/** Reads at most `limit` bytes. A body that breaks off after the status arrived is a truncated answer, not an error. */
+async function readBounded(body: ReadableStream<Uint8Array> | null, limit: number): Promise<{ bytes: Uint8Array; truncated: boolean }> {
+  if (body === null) return { bytes: new Uint8Array(0), truncated: false };
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  let truncated = false;
+  const reader = body.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (size + value.byteLength > limit) {
+        chunks.push(value.subarray(0, limit - size));
+        size = limit;
+        truncated = true;
+        break;
+      }
+      chunks.push(value);
+      size += value.byteLength;
+    }
+  } catch {
+    truncated = true;
+  } finally {
+    if (truncated) await reader.cancel().catch(() => undefined);
+  }
+  return { bytes: Buffer.concat(chunks, size), truncated };
+}
+
+function parsedJson(contentType: string | null, text: string, truncated: boolean, redactions: string[]): JsonValue | undefined {
+  if (truncated || contentType === null || !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(contentType.trim())) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  return storableJson(parsed, redactions, 0);
+}
+
+/** A parsed body with every string (keys too) redacted and storable; undefined when nested too deep to keep as JSON. */
+function storableJson(value: unknown, redactions: string[], depth: number): JsonValue | undefined {
+  if (typeof value === "string") return storableText(redactVariants(value, redactions));
+  if (value === null || typeof value === "number" || typeof value === "boolean") return value;
+  if (depth >= MAX_JSON_DEPTH) return undefined;
+  if (Array.isArray(value)) {
+    const items: JsonValue[] = [];
+    for (const item of value) {
+      const stored = storableJson(item, redactions, depth + 1);
+      if (stored === undefined) return undefined;
+      items.push(stored);
+    }
+    return items;
+  }
+  const object: JsonObject = {};
+  for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
+    const stored = storableJson(item, redactions, depth + 1);
+    if (stored === undefined) return undefined;
+    // defineProperty: a `__proto__` key from upstream JSON stays a plain key.
+    Object.defineProperty(object, storableText(redactVariants(key, redactions)), { value: stored, enumerable: true, writable: true, configurable: true });
+  }
+  return object;
+}
+
+/** The body as text with the secret redacted; a cut that leaves the secret's first characters at the end drops them. */
+function redactText(text: string, redactions: string[], secret: string, truncated: boolean): string {
+  let redacted = redactVariants(text, redactions);
+  if (truncated) {
+    for (let length = Math.min(secret.length - 1, redacted.length); length >= 4; length--) {
+      if (redacted.endsWith(secret.slice(0, length))) {
+        redacted = redacted.slice(0, -length);
+        break;
+      }
+    }
+  }
+  return storableText(redacted);
+}
+
+/**
+ * The upstream may echo what we sent it. Successful bodies keep their content (sanitizing them would destroy data),
+ * so only the secret is taken out, in every spelling the sanitizer knows.
+ */
+function redactVariants(text: string, redactions: string[]): string {
+  let result = text;
+  for (const variant of redactions) if (result.includes(variant)) result = result.split(variant).join(REDACTED);
+  return result;
+}
+
+/** NUL and lone surrogates cannot be stored in a JSON column (PostgreSQL refuses them); they become U+FFFD. */
+function storableText(text: string): string {
+  return text.replace(/\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "\ufffd");
+}
+
+function resultHeaders(headers: Headers, requestUrl: URL, redactions: string[]): JsonObject {
+  const result: JsonObject = {};
+  for (const name of RESULT_HEADERS) {
+    const value = headers.get(name);
+    if (value === null) continue;
+    const shown = name === "location" ? reducedLocation(value, requestUrl) : value;
+    if (shown === undefined) continue;
+    result[name] = truncate(storableText(redactVariants(shown, redactions)).replace(/[\x00-\x1f\x7f]/g, ""), MAX_RESULT_HEADER_LENGTH);
+  }
+  return result;
+}
+
+/** Where a redirect points, without its query, fragment or user info (signed URLs carry their tokens there). */
+function reducedLocation(location: string, requestUrl: URL): string | undefined {
+  try {
+    const url = new URL(location, requestUrl);
+    return url.protocol === "http:" || url.protocol === "https:" ? `${url.origin}${url.pathname}` : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+function failed(code: string, message: string): ExecutionOutcome {
+  return { state: "failed", code, message };
+}
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** A user-supplied key inside a field path: bounded, printable. */
+function fieldKey(key: string): string {
+  return truncate(printable(key), 64);
+}
+
+/** Text for a transcript: a string's printable characters, anything else nothing. */
+function printable(value: JsonValue | undefined): string {
+  return typeof value === "string" ? value.replace(/[\p{C}\p{Zl}\p{Zp}]/gu, "").trim() : "";
+}
+
+function byteLength(text: string): number {
+  return Buffer.byteLength(text, "utf8");
+}
+
+function truncate(text: string, limit: number): string {
+  const codePoints = Array.from(text);
+  return codePoints.length <= limit ? text : `${codePoints.slice(0, limit - 1).join("")}…`;
+}
