@@ -1,3 +1,5 @@
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { startAxon } from "../src/axon.js";
 import { loadConfig } from "../src/config.js";
@@ -10,6 +12,7 @@ import { serveParent } from "./server-process.js";
  */
 const projectRoot = path.resolve(import.meta.dirname, "..");
 const env: Record<string, string> = {
+  AXON_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), "axon-bench-")),
   AGENT_HTTP_PORT: "0",
   LOG_LEVEL: "silent",
   AXON_SHUTDOWN_GRACE_SECONDS: "1",

@@ -3,9 +3,10 @@ import { CodedToolLoader } from "./agents/coded-tools.js";
 import { AgentRegistry } from "./agents/registry.js";
 import { AgentRuntime } from "./agents/runtime.js";
 import type { Config } from "./config.js";
-import type { Environment } from "./llm/connection.js";
 import { createLlmClient } from "./llm/providers.js";
 import type { Logger } from "./logger.js";
+import { startOperations, type Operations } from "./operations/operations.js";
+import { contractDigest } from "./server/descriptors.js";
 import { HealthState } from "./server/health.js";
 import { startServer, type AxonServer } from "./server/server.js";
 
@@ -13,6 +14,7 @@ export interface Axon {
   server: AxonServer;
   registry: AgentRegistry;
   health: HealthState;
+  operations: Operations;
   /** Drains the server, then stops the registry's reloads. */
   close(): Promise<void>;
 }
@@ -21,7 +23,7 @@ export interface Axon {
 export async function startAxon(
   config: Config,
   logger: Logger,
-  options: { env?: Environment; chats?: ChatRunner } = {},
+  options: { env?: NodeJS.ProcessEnv; chats?: ChatRunner } = {},
 ): Promise<Axon> {
   const env = options.env ?? process.env;
   const registry = await AgentRegistry.load({ manifestFile: config.manifestFile, projectRoot: config.projectRoot, logger });
@@ -36,15 +38,33 @@ export async function startAxon(
       maxConcurrentChats: config.maxConcurrentRequests,
       heartbeatSeconds: config.heartbeatSeconds,
     });
+  const operations = await startOperations(config, logger, { registry, chats, env });
   const health = new HealthState();
-  const server = await startServer({ config, logger, registry, chats, health });
+  const server = await startServer({
+    config,
+    logger,
+    registry,
+    chats,
+    health,
+    operations: {
+      broker: operations.broker,
+      principals: operations.principals,
+      descriptor: {
+        contractDigest,
+        buildId: env.AXON_BUILD_ID ?? `axon-${process.env.npm_package_version ?? "dev"}`,
+        operationsFor: operations.operationsFor,
+      },
+    },
+  });
   health.markReady();
   return {
     server,
     registry,
     health,
+    operations,
     async close() {
       await server.close();
+      await operations.close();
       registry.close();
     },
   };

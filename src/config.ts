@@ -15,6 +15,13 @@ export interface Config {
   forwardedRequestMetadata: string[];
   dataDir: string;
   logLevel: string;
+  /** `file:...` (SQLite) or `postgresql://...`. */
+  databaseUrl: string;
+  clientsFile: string;
+  operatorsFile: string;
+  policyFile: string | undefined;
+  admissionFile: string | undefined;
+  credentialsFile: string | undefined;
   /** Largest request body or message accepted, in bytes. */
   maxRequestBytes: number;
   /** Keep-alive AGENT_PROGRESS on idle MAXIMAL streams after this many seconds; 0 = off. */
@@ -37,6 +44,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = p
     allowCorsHeaders: env.AGENT_ALLOW_CORS_HEADERS || undefined,
     forwardedRequestMetadata: (env.AGENT_FORWARDED_REQUEST_METADATA ?? "request_id user_id").split(/[\s,]+/).filter(Boolean),
     dataDir,
+    databaseUrl: env.DATABASE_URL || `file:${path.join(dataDir, "axon.db")}`,
+    clientsFile: path.resolve(projectRoot, env.AXON_CLIENTS_FILE ?? path.join(dataDir, "clients")),
+    operatorsFile: path.resolve(projectRoot, env.AXON_OPERATORS_FILE ?? path.join(dataDir, "operators")),
+    policyFile: optionalPath(projectRoot, env.AXON_POLICY_FILE),
+    admissionFile: optionalPath(projectRoot, env.AXON_ADMISSION_FILE),
+    credentialsFile: optionalPath(projectRoot, env.AXON_CREDENTIALS_FILE),
     logLevel: env.LOG_LEVEL ?? "info",
     maxRequestBytes: integer(env, "AXON_MAX_REQUEST_BYTES", 4 * 1024 * 1024),
     shutdownGraceSeconds: integer(env, "AXON_SHUTDOWN_GRACE_SECONDS", 10),
@@ -52,4 +65,8 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number): number
     throw new Error(`${name} must be a non-negative integer, got ${JSON.stringify(raw)}`);
   }
   return value;
+}
+
+function optionalPath(projectRoot: string, value: string | undefined): string | undefined {
+  return value ? path.resolve(projectRoot, value) : undefined;
 }

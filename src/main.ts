@@ -7,16 +7,27 @@ const logger = createLogger(config.logLevel);
 const axon = await startAxon(config, logger);
 
 const [httpPort, grpcPort] = axon.server.ports;
+const { database, generatedSecrets } = axon.operations;
 logger.info(
   {
     url: `http://localhost:${httpPort}`,
     neuro_san_grpc_port: grpcPort,
     manifest: config.manifestFile,
     networks: axon.registry.listPublic().map((agent) => agent.agentName),
+    database: database.provider,
     llm: describeLlm(process.env),
   },
   `Axon is serving gRPC, gRPC-Web, Connect and REST on http://localhost:${httpPort}`,
 );
+
+// Shown once, on the terminal rather than in the logs: the files keep them, the logs never carry a secret.
+if (generatedSecrets.length > 0) {
+  const lines = generatedSecrets.map(({ kind, name, secret }) => `  ${kind.padEnd(8)} ${name.padEnd(8)} ${secret}`);
+  process.stderr.write(
+    `\nFirst start: new secrets (kept in ${config.clientsFile} and ${config.operatorsFile}; shown only now):\n${lines.join("\n")}\n` +
+      `Use them as "Authorization: Bearer <secret>" on /api/agent/v1 (client) and /api/operator/v1 (operator).\n\n`,
+  );
+}
 
 let stopping = false;
 for (const signal of ["SIGTERM", "SIGINT"] as const) {

@@ -1,4 +1,5 @@
 import { createContextKey } from "@connectrpc/connect";
+import type { Principal } from "../auth/principals.js";
 
 /** The wire protocol a call arrived on: a metric label and a log field. */
 export type Protocol = "grpc" | "grpc-web" | "connect" | "rest";
@@ -22,3 +23,6 @@ export const requestMetadataKey = createContextKey<Record<string, string>>({}, {
 
 /** The HTTP status a unary call answers with over REST (e.g. 202 for an accepted operation); gRPC ignores it. */
 export const httpStatusKey = createContextKey<number>(200, { description: "REST status" });
+
+/** Who is calling, once authenticated: a client (Agent V1) or an operator. */
+export const principalKey = createContextKey<Principal | undefined>(undefined, { description: "principal" });

@@ -6,7 +6,13 @@ import { ServerReflection } from "../gen/grpc/reflection/v1/reflection_pb.js";
 import { ServerReflection as ServerReflectionV1Alpha } from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { AgentService } from "../gen/neuro_san/api/grpc/agent_pb.js";
 import { ConciergeService } from "../gen/neuro_san/api/grpc/concierge_pb.js";
+import type { PrincipalSet } from "../auth/principals.js";
+import { AgentOperationsService } from "../gen/axon/agent/v1/agent_pb.js";
+import { OperatorService } from "../gen/axon/operator/v1/operator_pb.js";
+import type { OperationsBroker } from "../operations/broker.js";
+import { agentOperationsService, type Descriptor } from "./agent-operations-service.js";
 import { agentService } from "./agent-service.js";
+import { operatorService } from "./operator-service.js";
 import { conciergeService } from "./concierge-service.js";
 import { servedFiles, servedServices } from "./descriptors.js";
 import { healthService, type HealthState } from "./health.js";
@@ -16,13 +22,23 @@ export interface Services {
   registry: AgentRegistry;
   chats: ChatRunner;
   health: HealthState;
+  operations: OperationsSurface;
+}
+
+/** Agent Operations V1, when the server runs it: the broker, the descriptor, and who may call. */
+export interface OperationsSurface {
+  broker: OperationsBroker;
+  descriptor: Descriptor;
+  principals: { clients: PrincipalSet; operators: PrincipalSet };
 }
 
 /** Every RPC service, registered once; REST reaches the same handlers through the transcoder. */
-export function routes({ registry, chats, health }: Services) {
+export function routes({ registry, chats, health, operations }: Services) {
   return (router: ConnectRouter): void => {
     router.service(ConciergeService, conciergeService(registry));
     router.service(AgentService, agentService(registry, chats));
+    router.service(AgentOperationsService, agentOperationsService(operations.broker, operations.descriptor));
+    router.service(OperatorService, operatorService(operations.broker));
     router.service(Health, healthService(health));
     router.service(ServerReflection, reflectionServiceV1(servedFiles, servedServices));
     router.service(ServerReflectionV1Alpha, reflectionServiceV1Alpha(servedFiles, servedServices));

@@ -7,8 +7,6 @@ import {
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
-import type { ChatRunner } from "../agents/chat-runner.js";
-import type { AgentRegistry } from "../agents/registry.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import { pathAgentNameKey, protocolKey, type Protocol } from "./context.js";
@@ -19,16 +17,15 @@ import { listen, type HttpRequest, type HttpResponse, type Listener } from "./li
 import { Metrics } from "./metrics.js";
 import { buildOpenApi } from "./rest/openapi.js";
 import { createRestTranscoder } from "./rest/transcoder.js";
-import { routes } from "./routes.js";
+import { authenticate } from "./authenticate.js";
+import { serveOperatorEvents } from "./operator-events.js";
+import { routes, type Services } from "./routes.js";
 import { httpStatusOf, statusJson, toConnectError } from "./status.js";
 import { notFound } from "../errors.js";
 
-export interface AxonServerOptions {
+export interface AxonServerOptions extends Services {
   config: Config;
   logger: Logger;
-  registry: AgentRegistry;
-  chats: ChatRunner;
-  health: HealthState;
 }
 
 export interface AxonServer {
@@ -51,7 +48,10 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
   // Every call links its own signal to this one: far more than the default 10 listeners.
   setMaxListeners(0, shutdown.signal);
   const router = createConnectRouter({
-    interceptors: [observeCalls({ logger, metrics, forwardedMetadata: config.forwardedRequestMetadata })],
+    interceptors: [
+      observeCalls({ logger, metrics, forwardedMetadata: config.forwardedRequestMetadata }),
+      authenticate(options.operations.principals),
+    ],
     acceptCompression: [compressionGzip, compressionBrotli],
     readMaxBytes: config.maxRequestBytes,
     shutdownSignal: shutdown.signal,
@@ -61,7 +61,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
   const rest = createRestTranscoder({ handlers: router.handlers, services: restServices, maxRequestBytes: config.maxRequestBytes });
   let openApi: string | undefined;
 
-  const plainRoutes: Record<string, (res: HttpResponse) => void | Promise<void>> = {
+  const plainRoutes: Record<string, (res: HttpResponse, req: HttpRequest) => void | Promise<void>> = {
     "/healthz": (res) => sendJson(res, 200, { status: "ok" }),
     "/livez": (res) => sendJson(res, 200, { status: "ok" }),
     "/readyz": (res) => sendJson(res, health.ready ? 200 : 503, { status: health.ready ? "ready" : "not ready" }),
@@ -70,6 +70,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
       res.writeHead(200, { "content-type": metrics.registry.contentType });
       res.end(body);
     },
+    "/api/operator/v1/events": (res, req) => serveOperatorEvents(req, res, options.operations.broker, options.operations.principals.operators),
     "/api/v1/docs": (res) => {
       openApi ??= JSON.stringify(buildOpenApi(restServices, { title: "Axon", version: "1" }));
       res.writeHead(200, { "content-type": "application/json" });
@@ -86,7 +87,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
       if (req.method === "OPTIONS") return void res.writeHead(204).end();
     }
     const plain = req.method === "GET" ? plainRoutes[path] : undefined;
-    if (plain) return plain(res);
+    if (plain) return plain(res, req);
 
     const values = createContextValues();
     const legacy = legacyAgentPath.exec(path);

@@ -223,6 +223,16 @@ describe("plain HTTP routes", () => {
     const doc: any = await (await get("/api/v1/docs")).json();
     expect(doc.openapi).toMatch(/^3\./);
     expect(Object.keys(doc.paths).sort()).toEqual([
+      "/.well-known/unyolo-agent",
+      "/api/agent/v1/operations",
+      "/api/agent/v1/operations/{id}",
+      "/api/agent/v1/operations/{id}/cancel",
+      "/api/agent/v1/operations/{id}/events",
+      "/api/operator/v1/requests",
+      "/api/operator/v1/requests/{id}",
+      "/api/operator/v1/requests/{id}/approve",
+      "/api/operator/v1/requests/{id}/deny",
+      "/api/operator/v1/requests/{id}/revoke",
       "/api/v1/list",
       "/api/v1/{agent_name}/connectivity",
       "/api/v1/{agent_name}/function",

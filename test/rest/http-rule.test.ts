@@ -7,11 +7,22 @@ const summary = (services = restServices) =>
   compileRestRoutes(services).map((route) => `${route.httpMethod} ${route.template} body=${route.body} -> ${route.method.name}`);
 
 describe("http rules", () => {
-  it("neuro-san's four routes come from the descriptors", () => {
+  it("neuro-san's routes and exactly the Agent V1 routes of the spec come from the descriptors", () => {
     expect(summary().sort()).toEqual([
+      "GET /.well-known/unyolo-agent body= -> GetDescriptor",
+      "GET /api/agent/v1/operations body= -> ListOperations",
+      "GET /api/agent/v1/operations/{id} body= -> GetOperation",
+      "GET /api/agent/v1/operations/{id}/events body= -> WaitOperation",
+      "GET /api/operator/v1/requests body= -> ListRequests",
+      "GET /api/operator/v1/requests/{id} body= -> GetRequest",
       "GET /api/v1/list body= -> List",
       "GET /api/v1/{agent_name}/connectivity body= -> Connectivity",
       "GET /api/v1/{agent_name}/function body= -> Function",
+      "POST /api/agent/v1/operations body=* -> SubmitOperation",
+      "POST /api/agent/v1/operations/{id}/cancel body=* -> CancelOperation",
+      "POST /api/operator/v1/requests/{id}/approve body=* -> ApproveRequest",
+      "POST /api/operator/v1/requests/{id}/deny body=* -> DenyRequest",
+      "POST /api/operator/v1/requests/{id}/revoke body=* -> RevokeRequest",
       "POST /api/v1/{agent_name}/streaming_chat body=* -> StreamingChat",
     ]);
   });

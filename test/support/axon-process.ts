@@ -1,4 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { createInterface } from "node:readline";
 import { projectRoot } from "./server.js";
 
@@ -29,7 +32,14 @@ process.once("exit", () => {
 export async function startAxonProcess(env: Record<string, string>, options: { startupMs?: number } = {}): Promise<AxonProcess> {
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     cwd: projectRoot,
-    env: { ...process.env, LOG_LEVEL: "info", ...env, AGENT_HTTP_PORT: "0", AXON_HOST: "127.0.0.1" },
+    env: {
+      ...process.env,
+      LOG_LEVEL: "info",
+      AXON_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), "axon-process-")),
+      ...env,
+      AGENT_HTTP_PORT: "0",
+      AXON_HOST: "127.0.0.1",
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   running.add(child);

@@ -1,3 +1,5 @@
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import type { ChatRunner } from "../../src/agents/chat-runner.js";
 import type { AgentRegistry } from "../../src/agents/registry.js";
@@ -5,6 +7,7 @@ import { startAxon } from "../../src/axon.js";
 import { loadConfig, type Config } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import type { HealthState } from "../../src/server/health.js";
+import type { Operations } from "../../src/operations/operations.js";
 import type { AxonServer } from "../../src/server/server.js";
 
 export const projectRoot = path.resolve(import.meta.dirname, "../..");
@@ -15,6 +18,9 @@ export interface TestServer {
   port: number;
   health: HealthState;
   registry: AgentRegistry;
+  operations: Operations;
+  /** Where this server keeps its database and its clients and operators files. */
+  dataDir: string;
   close(): Promise<void>;
 }
 
@@ -25,9 +31,11 @@ export interface TestServer {
 export async function startTestServer(
   options: { env?: Record<string, string>; chats?: ChatRunner; config?: Partial<Config> } = {},
 ): Promise<TestServer> {
-  const env = { AGENT_HTTP_PORT: "0", LOG_LEVEL: "silent", ...options.env };
+  // Each server keeps its database and secrets in a fresh data directory of its own.
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), "axon-test-"));
+  const env = { AGENT_HTTP_PORT: "0", LOG_LEVEL: "silent", AXON_DATA_DIR: dataDir, ...options.env };
   const config = { ...loadConfig(env, projectRoot), host: "127.0.0.1", ...options.config };
   const axon = await startAxon(config, createLogger(config.logLevel), { env, ...(options.chats ? { chats: options.chats } : {}) });
   const port = axon.server.ports[0]!;
-  return { ...axon, url: `http://127.0.0.1:${port}`, port };
+  return { ...axon, url: `http://127.0.0.1:${port}`, port, dataDir };
 }

@@ -1,0 +1,75 @@
+import { assertSeparateSecrets, loadPrincipals, type GeneratedSecret, type PrincipalSet } from "../auth/principals.js";
+import type { AgentRegistry } from "../agents/registry.js";
+import type { ChatRunner } from "../agents/chat-runner.js";
+import type { Config } from "../config.js";
+import type { Logger } from "../logger.js";
+import { openDatabase, type Database } from "../store/database.js";
+import { loadAdmissionLimits } from "./admission.js";
+import { OperationsBroker, type Clock } from "./broker.js";
+import { Notifier } from "./notifier.js";
+import { loadPolicy, operationsAvailableTo } from "./policy.js";
+import { AgentChatProvider } from "./providers/agent-chat.js";
+import { loadCredentials } from "./providers/credentials.js";
+import { HttpRequestProvider } from "./providers/http-request.js";
+import { ProviderRegistry } from "./providers/registry.js";
+import { operationsStore } from "./store.js";
+import { ExecutionWorker } from "./worker.js";
+
+export interface Operations {
+  database: Database;
+  broker: OperationsBroker;
+  worker: ExecutionWorker;
+  principals: { clients: PrincipalSet; operators: PrincipalSet };
+  /** Secrets created on this first start, to show the administrator once. */
+  generatedSecrets: (GeneratedSecret & { kind: string })[];
+  operationsFor(clientId: string): string[];
+  close(): Promise<void>;
+}
+
+/** Agent Operations V1 assembled: database, secrets, policy, admission, providers, broker, worker and sweeper. */
+export async function startOperations(
+  config: Config,
+  logger: Logger,
+  deps: { registry: AgentRegistry; chats: ChatRunner; env: NodeJS.ProcessEnv; clock?: Clock },
+): Promise<Operations> {
+  const clients = await loadPrincipals(config.clientsFile, "client", { generateIfMissing: { names: ["local"] }, logger });
+  const operators = await loadPrincipals(config.operatorsFile, "operator", { generateIfMissing: { names: ["admin"] }, logger });
+  assertSeparateSecrets(clients.principals, operators.principals);
+
+  const [policy, admission, credentials] = await Promise.all([
+    loadPolicy(config.policyFile, { projectRoot: config.projectRoot }),
+    loadAdmissionLimits(config.admissionFile, { projectRoot: config.projectRoot }),
+    loadCredentials(config.credentialsFile, deps.env, { projectRoot: config.projectRoot }),
+  ]);
+  const providers = new ProviderRegistry([
+    new AgentChatProvider({ registry: deps.registry, chats: deps.chats }),
+    new HttpRequestProvider({ credentials }),
+  ]);
+
+  const database = await openDatabase(config.databaseUrl, { logger });
+  const store = operationsStore(database.prisma, database.provider);
+  const notifier = new Notifier();
+  const clock = deps.clock ?? { now: () => new Date() };
+  const broker = new OperationsBroker({ store, policy, admission, providers, notifier, logger, clock });
+  const worker = new ExecutionWorker({ store, providers, notifier, logger, clock });
+  await worker.start();
+  const sweeper = setInterval(() => void broker.sweep().catch((error: unknown) => logger.error({ err: error }, "sweep failed")), 10_000);
+  sweeper.unref();
+
+  return {
+    database,
+    broker,
+    worker,
+    principals: { clients: clients.principals, operators: operators.principals },
+    generatedSecrets: [
+      ...clients.generated.map((secret) => ({ ...secret, kind: "client" })),
+      ...operators.generated.map((secret) => ({ ...secret, kind: "operator" })),
+    ],
+    operationsFor: (clientId) => operationsAvailableTo(policy, clientId, providers.names()),
+    async close() {
+      clearInterval(sweeper);
+      await worker.stop();
+      await database.close();
+    },
+  };
+}

@@ -1,0 +1,41 @@
+import { create, toJson } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { PrincipalSet } from "../auth/principals.js";
+import { EventSchema } from "../gen/axon/operator/v1/operator_pb.js";
+import type { OperationsBroker } from "../operations/broker.js";
+import { authenticated } from "./authenticate.js";
+import { typeRegistry } from "./descriptors.js";
+import type { HttpRequest, HttpResponse } from "./listener.js";
+import { httpStatusOf, statusJson, toConnectError } from "./status.js";
+
+/**
+ * GET /api/operator/v1/events: the operator feed as Server-Sent Events, each with its `seq` as the SSE id, so
+ * a reconnecting browser resumes from `Last-Event-ID`. The same feed is OperatorService.WatchEvents on RPC.
+ */
+export async function serveOperatorEvents(req: HttpRequest, res: HttpResponse, broker: OperationsBroker, operators: PrincipalSet): Promise<void> {
+  try {
+    authenticated(operators, req.headers.authorization ?? null);
+  } catch (error) {
+    const status = toConnectError(error);
+    res.writeHead(httpStatusOf(status.code), { "content-type": "application/json", "www-authenticate": "Bearer" });
+    res.end(JSON.stringify(statusJson(status)));
+    return;
+  }
+  const lastEventId = Number(req.headers["last-event-id"] ?? 0);
+  const abort = new AbortController();
+  res.on("close", () => abort.abort());
+  const write = (text: string): boolean => (res.write as (chunk: string) => boolean).call(res, text);
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+  write(": connected\n\n");
+  for await (const event of broker.events(Number.isSafeInteger(lastEventId) ? lastEventId : 0, abort.signal)) {
+    const message = create(EventSchema, {
+      seq: BigInt(event.seq),
+      kind: event.kind,
+      requestId: event.grantId ?? "",
+      operationId: event.operationId ?? "",
+      revision: event.revision ?? 0,
+      createdAt: timestampFromDate(event.createdAt),
+    });
+    write(`id: ${event.seq}\nevent: ${event.kind}\ndata: ${JSON.stringify(toJson(EventSchema, message, { registry: typeRegistry }))}\n\n`);
+  }
+}

@@ -1,0 +1,161 @@
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import { PrismaBetterSqlite3 } from "@prisma/adapter-better-sqlite3";
+import { PrismaPg } from "@prisma/adapter-pg";
+import type { SqlMigrationAwareDriverAdapterFactory } from "@prisma/driver-adapter-utils";
+import pg from "pg";
+import { PrismaClient as PostgresPrismaClient } from "../gen/prisma/postgres/client.js";
+import { PrismaClient as SqlitePrismaClient } from "../gen/prisma/sqlite/client.js";
+import type { Logger } from "../logger.js";
+import { applyMigrations } from "./migrate.js";
+import { migrationsDirectory, type Provider } from "./schema-files.js";
+
+/**
+ * The client the store programs against. Both generated clients share one model API; the SQLite one is the common
+ * denominator (PostgreSQL only adds options such as case-insensitive filters), so it is the type for both.
+ */
+export type PrismaClient = SqlitePrismaClient;
+export { Prisma } from "../gen/prisma/sqlite/client.js";
+export type {
+  AdmissionCounter,
+  AuditRecord,
+  Event,
+  Grant,
+  Operation,
+  Principal,
+  SealedPayload,
+  TransferChunk,
+  TransferStream,
+} from "../gen/prisma/sqlite/client.js";
+export type { Provider };
+
+export interface Database {
+  prisma: PrismaClient;
+  provider: Provider;
+  /** The migrations this open applied (empty when the database was current). */
+  appliedMigrations: string[];
+  close(): Promise<void>;
+}
+
+export interface OpenDatabaseOptions {
+  logger?: Pick<Logger, "info">;
+}
+
+/** Waits this long on a locked SQLite file (another connection writing) before failing. */
+const sqliteBusyTimeoutMs = 5_000;
+/** Serializes start-up migrations of replicas sharing one PostgreSQL database (any constant key of Axon's own). */
+const migrationLockKey = 0x4158_4f4e; // "AXON"
+
+/** `DATABASE_URL`'s default: the SQLite file under the data directory. */
+export function defaultDatabaseUrl(dataDir: string): string {
+  return `file:${path.join(dataDir, "axon.db")}`;
+}
+
+/**
+ * Opens the database a URL names (`file:` SQLite, the default; `postgres://` or `postgresql://` PostgreSQL), applies the
+ * committed migrations it lacks, and returns a client for it.
+ */
+export async function openDatabase(databaseUrl: string, options: OpenDatabaseOptions = {}): Promise<Database> {
+  const provider = providerOf(databaseUrl);
+  const { logger } = options;
+  const target = provider === "sqlite" ? sqliteTarget(databaseUrl) : postgresTarget(databaseUrl);
+
+  const appliedMigrations = await target.migrate(() => applyMigrations(target.migrationAdapter(), migrationsDirectory(provider)));
+  logger?.info(
+    { database: target.description, provider, migrations_applied: appliedMigrations.length, migrations: appliedMigrations },
+    appliedMigrations.length > 0 ? `applied ${appliedMigrations.length} migration(s) to ${target.description}` : `database ${target.description} is current`,
+  );
+
+  const prisma =
+    provider === "sqlite"
+      ? new SqlitePrismaClient({ adapter: target.clientAdapter() })
+      : (new PostgresPrismaClient({ adapter: target.clientAdapter() }) as unknown as PrismaClient);
+  await prisma.$connect();
+  return {
+    prisma,
+    provider,
+    appliedMigrations,
+    close: () => prisma.$disconnect(),
+  };
+}
+
+function providerOf(databaseUrl: string): Provider {
+  if (databaseUrl.startsWith("file:")) return "sqlite";
+  if (/^postgres(ql)?:\/\//.test(databaseUrl)) return "postgresql";
+  throw new Error(`DATABASE_URL must start with file:, postgres:// or postgresql:// (got ${redact(databaseUrl).split(":")[0]}:...)`);
+}
+
+interface Target {
+  /** What logs may say about the database: never a password. */
+  description: string;
+  /** Runs the migration step, excluding other processes doing the same. */
+  migrate(apply: () => Promise<string[]>): Promise<string[]>;
+  migrationAdapter(): SqlMigrationAwareDriverAdapterFactory;
+  clientAdapter(): SqlMigrationAwareDriverAdapterFactory;
+}
+
+function sqliteTarget(databaseUrl: string): Target {
+  const [location = ""] = databaseUrl.slice("file:".length).split("?");
+  // Every connection to ":memory:" is a new database: the migrated one would not be the one the client sees.
+  if (location === "" || location === ":memory:") throw new Error("DATABASE_URL must name an SQLite file (file:<path>)");
+  const file = path.resolve(location);
+  mkdirSync(path.dirname(file), { recursive: true });
+  const adapter = (): SqlMigrationAwareDriverAdapterFactory => withPragmas(new PrismaBetterSqlite3({ url: file, timeout: sqliteBusyTimeoutMs }));
+  return {
+    description: file,
+    // SQLite serializes writers itself; the engine applies each migration in a transaction.
+    migrate: (apply) => apply(),
+    migrationAdapter: adapter,
+    clientAdapter: adapter,
+  };
+}
+
+/**
+ * Every SQLite connection: WAL, so readers never wait for the writer (a property of the file, set again harmlessly),
+ * and foreign keys enforced, which SQLite leaves off per connection and the adapter does not turn on.
+ */
+function withPragmas(factory: PrismaBetterSqlite3): SqlMigrationAwareDriverAdapterFactory {
+  const pragmas = "PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON;";
+  return {
+    provider: factory.provider,
+    adapterName: factory.adapterName,
+    connect: async () => {
+      const adapter = await factory.connect();
+      await adapter.executeScript(pragmas);
+      return adapter;
+    },
+    connectToShadowDb: () => factory.connectToShadowDb(),
+  };
+}
+
+function postgresTarget(databaseUrl: string): Target {
+  return {
+    description: redact(databaseUrl),
+    migrate: async (apply) => {
+      // The engine's own advisory lock gives up after 10 s; this one waits, so a replica starting beside another one
+      // that is applying a long migration waits for it instead of failing.
+      const client = new pg.Client({ connectionString: databaseUrl });
+      await client.connect();
+      try {
+        await client.query("SELECT pg_advisory_lock($1)", [migrationLockKey]);
+        return await apply();
+      } finally {
+        await client.end(); // ends the session, releasing the lock even if unlocking was never reached
+      }
+    },
+    // Its own pool, ended when the engine is done with it, so no session of the engine outlives the migration step.
+    migrationAdapter: () => new PrismaPg({ connectionString: databaseUrl }),
+    clientAdapter: () => new PrismaPg({ connectionString: databaseUrl }),
+  };
+}
+
+/** The URL with its password replaced, fit for logs and errors. */
+export function redact(databaseUrl: string): string {
+  try {
+    const url = new URL(databaseUrl);
+    if (url.password) url.password = "***";
+    return url.toString();
+  } catch {
+    return databaseUrl.replace(/\/\/([^:/@]*):[^@]*@/, "//$1:***@");
+  }
+}

@@ -1,0 +1,35 @@
+import { readFile, readdir } from "node:fs/promises";
+import path from "node:path";
+import type { SqlMigrationAwareDriverAdapterFactory } from "@prisma/driver-adapter-utils";
+import type { MigrationList } from "@prisma/schema-engine-wasm";
+import { withSchemaEngine } from "./schema-engine.js";
+
+/**
+ * Applies the migrations of `directory` not yet recorded in the database's `_prisma_migrations`, in name order, and
+ * returns the names applied. The same table and checksums as `prisma migrate deploy`, so either tool can take over.
+ */
+export async function applyMigrations(adapterFactory: SqlMigrationAwareDriverAdapterFactory, directory: string): Promise<string[]> {
+  const migrationsList = await readMigrations(directory);
+  const output = await withSchemaEngine(adapterFactory, (engine) =>
+    engine.applyMigrations({ migrationsList, filters: { externalTables: [], externalEnums: [] } }),
+  );
+  return output.appliedMigrationNames;
+}
+
+/** A migrations folder in the shape the schema engine reads: `<name>/migration.sql` and `migration_lock.toml`. */
+export async function readMigrations(directory: string): Promise<MigrationList> {
+  const lockfile = "migration_lock.toml";
+  const entries = await readdir(directory, { withFileTypes: true });
+  const names = entries.filter((entry) => entry.isDirectory()).map((entry) => entry.name).sort();
+  return {
+    baseDir: directory,
+    lockfile: { path: lockfile, content: await readFile(path.join(directory, lockfile), "utf8").catch(() => null) },
+    shadowDbInitScript: "",
+    migrationDirectories: await Promise.all(
+      names.map(async (name) => ({
+        path: name,
+        migrationFile: { path: "migration.sql", content: { tag: "ok" as const, value: await readFile(path.join(directory, name, "migration.sql"), "utf8") } },
+      })),
+    ),
+  };
+}

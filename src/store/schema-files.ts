@@ -1,0 +1,53 @@
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The databases Axon runs on; each has its own generated schema, client and migrations folder. */
+export type Provider = "sqlite" | "postgresql";
+export const providers: readonly Provider[] = ["sqlite", "postgresql"];
+
+/** The project root, found from this file so that scripts, tests and the server agree wherever they run from. */
+export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+const folderNames: Record<Provider, string> = { sqlite: "sqlite", postgresql: "postgres" };
+
+/** `prisma/<sqlite|postgres>`: the generated schema.prisma and the migrations folder of one provider. */
+export function providerDirectory(provider: Provider): string {
+  return path.join(projectRoot, "prisma", folderNames[provider]);
+}
+
+export function schemaFile(provider: Provider): string {
+  return path.join(providerDirectory(provider), "schema.prisma");
+}
+
+export function migrationsDirectory(provider: Provider): string {
+  return path.join(providerDirectory(provider), "migrations");
+}
+
+/** The provider-independent models every schema is rendered from. */
+export const modelsFile = path.join(projectRoot, "prisma", "models.prisma");
+
+/** The generated client's folder (gitignored, produced by `npm run generate`). */
+export function clientDirectory(provider: Provider): string {
+  return path.join(projectRoot, "src", "gen", "prisma", folderNames[provider]);
+}
+
+/** One provider's schema.prisma: a header naming the provider and the client's output, then the shared models. */
+export function renderSchema(provider: Provider, models: string): string {
+  const output = path.relative(providerDirectory(provider), clientDirectory(provider)).split(path.sep).join("/");
+  return `// Generated from prisma/models.prisma by \`npm run prisma:generate\`; do not edit.
+
+datasource db {
+  provider = "${provider}"
+}
+
+generator client {
+  provider            = "prisma-client"
+  output              = "${output}"
+  runtime             = "nodejs"
+  moduleFormat        = "esm"
+  importFileExtension = "js"
+}
+
+${models.trimEnd()}
+`;
+}

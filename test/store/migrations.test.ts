@@ -1,0 +1,126 @@
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { PrismaBetterSqlite3 } from "@prisma/adapter-better-sqlite3";
+import { PrismaPg } from "@prisma/adapter-pg";
+import Database from "better-sqlite3";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { applyMigrations } from "../../src/store/migrate.js";
+import { withSchemaEngine } from "../../src/store/schema-engine.js";
+import { migrationsDirectory, schemaFile } from "../../src/store/schema-files.js";
+import { createPostgresDatabase, queryPostgres, type TestDatabase } from "./postgres-database.js";
+
+/** What `prisma db push` makes of the committed schema on an empty database: the reference the migrations must reproduce. */
+async function pushSqliteSchema(file: string): Promise<void> {
+  const content = await readFile(schemaFile("sqlite"), "utf8");
+  const result = await withSchemaEngine(new PrismaBetterSqlite3({ url: file }), (engine) =>
+    engine.schemaPush({ force: false, schema: { files: [{ path: "schema.prisma", content }] }, filters: { externalTables: [], externalEnums: [] } }),
+  );
+  expect(result.unexecutable).toEqual([]);
+  expect(result.executedSteps).toBeGreaterThan(0);
+}
+
+/**
+ * The same for PostgreSQL, where the engine cannot push through @prisma/adapter-pg 7.10.0: reading the live catalog
+ * returns a `"char"` column the adapter cannot decode. Pushing to an empty database is applying the diff from empty to
+ * the datamodel, so that is what this does.
+ */
+async function pushPostgresSchema(url: string): Promise<void> {
+  const content = await readFile(schemaFile("postgresql"), "utf8");
+  const script = await withSchemaEngine(new PrismaPg({ connectionString: url }), async (engine) => {
+    const to = { tag: "schemaDatamodel" as const, files: [{ path: "schema.prisma", content }] };
+    const result = await engine.diff({ from: { tag: "empty" }, to, script: true, exitCode: null, filters: { externalTables: [], externalEnums: [] } });
+    return result.stdout ?? "";
+  });
+  expect(script).toContain("CREATE TABLE");
+  await queryPostgres(url, script);
+}
+
+describe("the SQLite migrations folder", () => {
+  let directory: string;
+  beforeAll(async () => {
+    directory = await mkdtemp(path.join(tmpdir(), "axon-sqlite-migrations-"));
+  });
+  afterAll(() => rm(directory, { recursive: true, force: true }));
+
+  it("yields exactly the schema prisma/sqlite/schema.prisma describes", async () => {
+    const migrated = path.join(directory, "migrated.db");
+    const pushed = path.join(directory, "pushed.db");
+    const applied = await applyMigrations(new PrismaBetterSqlite3({ url: migrated }), migrationsDirectory("sqlite"));
+    expect(applied.length).toBeGreaterThan(0);
+    await pushSqliteSchema(pushed);
+
+    const fromMigrations = sqliteCatalog(migrated);
+    expect(fromMigrations.map((entry) => entry.name)).toContain("Operation_clientId_idempotencyKey_key");
+    expect(fromMigrations).toEqual(sqliteCatalog(pushed));
+  });
+});
+
+describe("the PostgreSQL migrations folder", () => {
+  let migrated: TestDatabase;
+  let pushed: TestDatabase;
+  beforeAll(async () => {
+    [migrated, pushed] = await Promise.all([createPostgresDatabase(), createPostgresDatabase()]);
+  });
+  afterAll(async () => {
+    await Promise.all([migrated?.drop(), pushed?.drop()]);
+  });
+
+  it("yields exactly the schema prisma/postgres/schema.prisma describes", async () => {
+    const applied = await applyMigrations(new PrismaPg({ connectionString: migrated.url }), migrationsDirectory("postgresql"));
+    expect(applied.length).toBeGreaterThan(0);
+    await pushPostgresSchema(pushed.url);
+
+    const fromMigrations = await postgresCatalog(migrated.url);
+    expect(fromMigrations.indexes.map((index) => index.indexname)).toContain("Operation_clientId_idempotencyKey_key");
+    expect(fromMigrations).toEqual(await postgresCatalog(pushed.url));
+  });
+});
+
+/** Every table, index and trigger of an SQLite file as normalized DDL, without the migrations' own bookkeeping. */
+function sqliteCatalog(file: string): { type: string; name: string; sql: string }[] {
+  const db = new Database(file, { readonly: true });
+  try {
+    const rows = db
+      .prepare("SELECT type, name, sql FROM sqlite_master WHERE name NOT IN ('_prisma_migrations', 'sqlite_sequence') AND name NOT LIKE 'sqlite_autoindex_%' ORDER BY type, name")
+      .all() as { type: string; name: string; sql: string | null }[];
+    return rows.map((row) => ({ type: row.type, name: row.name, sql: normalizeSql(row.sql ?? "") }));
+  } finally {
+    db.close();
+  }
+}
+
+function normalizeSql(sql: string): string {
+  return sql.replace(/\s+/g, " ").replace(/\(\s+/g, "(").replace(/\s+\)/g, ")").replace(/\s*,\s*/g, ", ").trim();
+}
+
+/** The public schema's columns, indexes and constraints, sorted, without `_prisma_migrations`. */
+async function postgresCatalog(url: string) {
+  const columns = await queryPostgres(
+    url,
+    `SELECT table_name, column_name, data_type, udt_name, is_nullable, column_default, character_maximum_length,
+            numeric_precision, datetime_precision
+       FROM information_schema.columns
+      WHERE table_schema = 'public' AND table_name <> '_prisma_migrations'
+      ORDER BY table_name, column_name`,
+  );
+  const indexes = await queryPostgres<{ indexname: string }>(
+    url,
+    `SELECT tablename, indexname, indexdef FROM pg_indexes
+      WHERE schemaname = 'public' AND tablename <> '_prisma_migrations' ORDER BY tablename, indexname`,
+  );
+  const constraints = await queryPostgres(
+    url,
+    `SELECT rel.relname AS table_name, con.conname, con.contype, pg_get_constraintdef(con.oid) AS definition
+       FROM pg_constraint con
+       JOIN pg_class rel ON rel.oid = con.conrelid
+       JOIN pg_namespace ns ON ns.oid = rel.relnamespace
+      WHERE ns.nspname = 'public' AND rel.relname <> '_prisma_migrations'
+      ORDER BY rel.relname, con.conname`,
+  );
+  const sequences = await queryPostgres(
+    url,
+    `SELECT sequence_name, data_type FROM information_schema.sequences WHERE sequence_schema = 'public' ORDER BY sequence_name`,
+  );
+  return { columns, indexes, constraints, sequences };
+}
