@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { defaultDatabaseUrl, openDatabase, Prisma, redact, type Database } from "../../src/store/database.js";
-import { createPostgresDatabase, queryPostgres, type TestDatabase } from "./postgres-database.js";
+import { createPostgresDatabase, queryPostgres, type TestDatabase } from "../support/postgres-database.js";
 
 let dataDir: string;
 beforeAll(async () => {

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { applyMigrations } from "../../src/store/migrate.js";
 import { withSchemaEngine } from "../../src/store/schema-engine.js";
 import { migrationsDirectory, schemaFile } from "../../src/store/schema-files.js";
-import { createPostgresDatabase, queryPostgres, type TestDatabase } from "./postgres-database.js";
+import { createPostgresDatabase, queryPostgres, type TestDatabase } from "../support/postgres-database.js";
 
 /** What `prisma db push` makes of the committed schema on an empty database: the reference the migrations must reproduce. */
 async function pushSqliteSchema(file: string): Promise<void> {

@@ -29,13 +29,16 @@ export interface TestServer {
  * (LLM keys included); `chats` replaces the agent runtime with a test-only message source.
  */
 export async function startTestServer(
-  options: { env?: Record<string, string>; chats?: ChatRunner; config?: Partial<Config> } = {},
+  options: { env?: Record<string, string>; chats?: ChatRunner; config?: Partial<Config>; logLines?: string[] } = {},
 ): Promise<TestServer> {
   // Each server keeps its database and secrets in a fresh data directory of its own.
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "axon-test-"));
   const env = { AGENT_HTTP_PORT: "0", LOG_LEVEL: "silent", AXON_DATA_DIR: dataDir, ...options.env };
   const config = { ...loadConfig(env, projectRoot), host: "127.0.0.1", ...options.config };
-  const axon = await startAxon(config, createLogger(config.logLevel), { env, ...(options.chats ? { chats: options.chats } : {}) });
+  // With `logLines`, every log line is kept there (at debug level), for tests that search the logs.
+  const logLines = options.logLines;
+  const logger = logLines ? createLogger("debug", { write: (line: string) => void logLines.push(line) }) : createLogger(config.logLevel);
+  const axon = await startAxon(config, logger, { env, ...(options.chats ? { chats: options.chats } : {}) });
   const port = axon.server.ports[0]!;
   return { ...axon, url: `http://127.0.0.1:${port}`, port, dataDir };
 }
