@@ -1,68 +1,22 @@
-import { randomBytes } from "node:crypto";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import http from "node:http";
-import os from "node:os";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  alice,
+  bob,
+  chatOp,
+  httpOp,
+  operationsApi,
+  operator,
+  roomyAdmission,
+  secret,
+  startUpstream,
+  upstreamToken,
+  writeFiles,
+} from "../support/operations.js";
 import { ScriptedLlm } from "../support/scripted-llm/scripted-llm.js";
 import { createPostgresDatabase, type TestDatabase } from "../support/postgres-database.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 type Json = Record<string, any>;
-
-const secret = () => randomBytes(32).toString("base64url");
-const alice = secret();
-const bob = secret();
-const operator = secret();
-const upstreamToken = `tok_${randomBytes(24).toString("hex")}`;
-
-/** A local upstream for http.request: records what reached it; `/hang` never answers. */
-function startUpstream() {
-  const received: { url: string; authorization: string | undefined }[] = [];
-  const server = http.createServer((req, res) => {
-    received.push({ url: req.url ?? "", authorization: req.headers.authorization });
-    if (req.url?.startsWith("/hang")) return;
-    if (req.url?.startsWith("/fail")) {
-      res.writeHead(500, { "content-type": "application/json" });
-      res.end(JSON.stringify({ error: { message: `broken with ${upstreamToken} and Bearer abc.def.ghi\u0007` } }));
-      return;
-    }
-    res.writeHead(200, { "content-type": "application/json" });
-    res.end(JSON.stringify({ ok: true, path: req.url }));
-  });
-  return new Promise<{ url: string; received: typeof received; close: () => void }>((resolve) =>
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      resolve({
-        url: `http://127.0.0.1:${port}`,
-        received,
-        close: () => {
-          server.closeAllConnections();
-          server.close();
-        },
-      });
-    }),
-  );
-}
-
-/** Everything a conformance server needs on disk: principals, credentials, admission limits. */
-function writeFiles(upstreamUrl: string, admission: Json) {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "axon-ops-"));
-  const file = (name: string, text: string) => {
-    writeFileSync(path.join(dir, name), text, { mode: 0o600 });
-    return path.join(dir, name);
-  };
-  return {
-    AXON_CLIENTS_FILE: file("clients", `alice = ${alice}\nbob = ${bob}\n`),
-    AXON_OPERATORS_FILE: file("operators", `ops = ${operator}\n`),
-    AXON_CREDENTIALS_FILE: file(
-      "credentials.json",
-      JSON.stringify({ upstream: { base_url: upstreamUrl, header: "Authorization", scheme: "Bearer", secret_env: "UPSTREAM_TOKEN", methods: ["GET", "POST"] } }),
-    ),
-    AXON_ADMISSION_FILE: file("admission.json", JSON.stringify(admission)),
-    UPSTREAM_TOKEN: upstreamToken,
-  };
-}
 
 describe.each(["sqlite", "postgresql"] as const)("Agent Operations V1 conformance on %s", (provider) => {
   let llm: ScriptedLlm;
@@ -72,46 +26,23 @@ describe.each(["sqlite", "postgresql"] as const)("Agent Operations V1 conformanc
   let env: Record<string, string>;
   const logLines: string[] = [];
 
-  const call = (method: string, route: string, token: string | undefined, body?: unknown) =>
-    fetch(server.url + route, {
-      method,
-      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), "content-type": "application/json" },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-  const json = async (response: Response) => ({ status: response.status, headers: response.headers, body: (await response.json()) as Json });
-  const post = async (token: string, body: Json) => json(await call("POST", "/api/agent/v1/operations", token, body));
-  const chatOp = (key: string, reason = "say hello") => ({
-    idempotency_key: key,
-    operation: "agent.chat",
-    target: { network: "hello_world" },
-    arguments: { text: "Welsh" },
-    reason,
-  });
-  const httpOp = (key: string, pathname = "/things") => ({
-    idempotency_key: key,
-    operation: "http.request",
-    target: { credential: "upstream", path: pathname },
-    arguments: { method: "GET" },
-    reason: "read the things",
-  });
-  const waitTerminal = async (token: string, id: string) => {
-    for (let revision = 0; ; ) {
-      const { status, body } = await json(await call("GET", `/api/agent/v1/operations/${id}/events?after_revision=${revision}&wait_seconds=10`, token));
-      expect(status).toBe(200);
-      if (["succeeded", "failed", "denied", "expired", "canceled"].includes(body.state)) return body;
-      revision = body.revision;
-    }
-  };
+  let api: ReturnType<typeof operationsApi>;
+  const call: ReturnType<typeof operationsApi>["call"] = (...args) => api.call(...args);
+  const json: ReturnType<typeof operationsApi>["json"] = (response) => api.json(response);
+  const post: ReturnType<typeof operationsApi>["post"] = (token, body) => api.post(token, body);
+  const waitTerminal: ReturnType<typeof operationsApi>["waitTerminal"] = (token, id) => api.waitTerminal(token, id);
+
   beforeAll(async () => {
     llm = await ScriptedLlm.start("openai");
     upstream = await startUpstream();
     database = provider === "postgresql" ? await createPostgresDatabase() : undefined;
     env = {
       ...llm.env,
-      ...writeFiles(upstream.url, { requests_per_window: 10_000, client_active: 1000, client_pending: 1000, global_active: 10_000, global_executing: 1000 }),
+      ...writeFiles(upstream.url, roomyAdmission),
       ...(database ? { DATABASE_URL: database.url } : {}),
     };
     server = await startTestServer({ env, logLines });
+    api = operationsApi(server.url);
   });
   afterAll(async () => {
     await server.close();
