@@ -7,6 +7,7 @@ import { admit, admissionError, limitsFor, windowStartOf, type AdmissionLimits }
 import { requestHash } from "./canonical-json.js";
 import { Notifier } from "./notifier.js";
 import { decide, narrowGrant, requestedGrantTerms, type GrantTermsInput, type Policy } from "./policy.js";
+import type { Provider } from "./providers/provider.js";
 import type { ProviderRegistry } from "./providers/registry.js";
 import type { EventRow, GrantRow, OperationRow, StoreClient, StoreTransaction } from "./store.js";
 
@@ -64,12 +65,31 @@ export class OperationsBroker {
     const { provider, reason } = this.validate(input);
     input = { ...input, reason };
     const hash = requestHash({ operation: input.operation, target: input.target, arguments: input.arguments, reason: input.reason });
-    const { store, policy, admission } = this.options;
-
-    const replayed = await this.replay(store, clientId, input.idempotencyKey, hash);
+    const replayed = await this.replay(this.options.store, clientId, input.idempotencyKey, hash);
     if (replayed) return { operation: replayed, created: false };
 
-    const result = await store.serialized(async (tx) => {
+    const result = await this.admitAndDecide(clientId, input, hash, provider);
+    if (result.created) this.options.notifier.changed(result.operation.id);
+    return result;
+  }
+
+  /** Admission, policy and persistence, in one serialized transaction; a refusal leaves only its audit record. */
+  private async admitAndDecide(clientId: string, input: SubmitInput, hash: string, provider: Provider) {
+    try {
+      return await this.decideSubmission(clientId, input, hash, provider);
+    } catch (error) {
+      if (error instanceof AxonError && error.code === Code.ResourceExhausted) {
+        await this.options.store.auditRecord.create({
+          data: { actor: clientId, actorKind: "client", action: "operation.refused", category: "rate_limited", detail: { reason: error.reason, operation: input.operation } },
+        });
+      }
+      throw error;
+    }
+  }
+
+  private decideSubmission(clientId: string, input: SubmitInput, hash: string, provider: Provider) {
+    const { store, policy, admission } = this.options;
+    return store.serialized(async (tx) => {
       // A concurrent duplicate may have won while this one waited for the lock.
       const raced = await this.replay(tx, clientId, input.idempotencyKey, hash);
       if (raced) return { operation: raced, created: false };
@@ -171,8 +191,6 @@ export class OperationsBroker {
         }
       }
     });
-    if (result.created) this.options.notifier.changed(result.operation.id);
-    return result;
   }
 
   async get(clientId: string, id: string): Promise<OperationRow> {

@@ -32,7 +32,8 @@ export function observeCalls(options: { logger: Logger; metrics: Metrics; forwar
       const code = mapped ? Code[mapped.code] : "OK";
       metrics.requests.inc({ ...labels, code });
       metrics.latency.observe(labels, (performance.now() - started) / 1000);
-      const fields = { code, ms: Math.round(performance.now() - started), reason: mapped && errorInfoOf(mapped)?.reason };
+      // Logs carry the error's category (Agent V1 §7), never its message or metadata.
+      const fields = { code, ms: Math.round(performance.now() - started), category: mapped && errorInfoOf(mapped)?.metadata.category };
       if (mapped && !isExpected(error)) log.error({ ...fields, err: error }, "request failed");
       else log.info(fields, "request");
       return mapped;

@@ -112,6 +112,44 @@ describe.each(["sqlite", "postgresql"] as const)("operations lifecycle on %s", (
     expect(widened.status).toBe(400);
   });
 
+  it("revoking an active window grant cancels what it approved that has not started, and stops further uses", async () => {
+    const policy = {
+      rules: [{ id: "w", effect: "request", operations: ["http.request"], grant_policy: { mode: "window", default_minutes: 10, default_max_uses: 5 } }],
+    };
+    const { api, server } = await serve(roomyAdmission, policy);
+    const first = await api.post(alice, httpOp(`revoke-${provider}-1`, "/r"));
+    const approved = await api.approve(first.body.id);
+    const revoked = await api.json(
+      await api.call("POST", `/api/operator/v1/requests/${approved.body.id}/revoke`, operator, { expected_revision: approved.body.revision }),
+    );
+    expect(revoked.body.status).toBe("revoked");
+    const again = await api.post(alice, httpOp(`revoke-${provider}-2`, "/r"));
+    expect(again.body.state).toBe("pending");
+    const audit = await server.operations.database.prisma.auditRecord.findMany({ where: { grantId: approved.body.id } });
+    expect(audit.map((record) => record.action)).toEqual(expect.arrayContaining(["request.created", "request.approved", "request.revoked"]));
+  });
+
+  it("the sweeper expires a pending approval past its time, and its operation with it", async () => {
+    const { api, server } = await serve();
+    const submitted = await api.post(alice, httpOp(`expire-${provider}`));
+    const { prisma } = server.operations.database;
+    await prisma.grant.update({ where: { id: submitted.body.approval_id }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    expect(await server.operations.broker.sweep()).toBeGreaterThanOrEqual(1);
+    expect((await api.get(alice, submitted.body.id)).body).toMatchObject({ state: "expired", error: { code: "request_expired" } });
+    const request = await api.json(await api.call("GET", `/api/operator/v1/requests/${submitted.body.approval_id}`, operator));
+    expect(request.body.status).toBe("expired");
+  });
+
+  it("an admission refusal is audited and creates nothing", async () => {
+    const { api, server } = await serve({ ...roomyAdmission, clients: { alice: { client_active: 0 } } });
+    const refused = await api.post(alice, chatOp(`refused-${provider}`));
+    expect(refused.status).toBe(429);
+    const { prisma } = server.operations.database;
+    expect(await prisma.operation.count({ where: { idempotencyKey: `refused-${provider}` } })).toBe(0);
+    const audit = await prisma.auditRecord.findFirst({ where: { action: "operation.refused" }, orderBy: { id: "desc" } });
+    expect(audit).toMatchObject({ actor: "alice", category: "rate_limited", detail: { reason: "CLIENT_OPERATION_LIMIT" } });
+  });
+
   it("restart keeps every operation with its state and revision", async () => {
     const first = await serve();
     const submitted = await first.api.post(alice, chatOp(`restart-${provider}`));
@@ -148,6 +186,16 @@ describe.each(["sqlite", "postgresql"] as const)("operations lifecycle on %s", (
     await watching;
     expect(states[0]).toBe("pending");
     expect(states.slice(-2)).toEqual(["executing", "succeeded"]);
+
+    const events = [];
+    const feed = new AbortController();
+    // From the start of the feed (this describe's servers share a database): this operation's events only.
+    for await (const update of operators.watchEvents({ afterSeq: 1n }, { signal: feed.signal })) {
+      if (update.event!.operationId !== operation!.id) continue;
+      events.push(update.event!.kind);
+      if (update.event!.kind === "request.approved") break;
+    }
+    expect(events).toEqual(expect.arrayContaining(["request.created", "request.approved"]));
 
     const unauthenticated = createClient(AgentOperationsService, createGrpcTransport({ baseUrl: server.url }));
     const error = await unauthenticated.getOperation({ id: operation!.id }).catch((e: unknown) => ConnectError.from(e));
