@@ -416,11 +416,10 @@ export class OperationsBroker {
 
   private afterCommit: string[] = [];
 
-  /** The event feed after `afterSeq` (0 = from now on), as it grows; wakes on changes. */
-  async *events(afterSeq: bigint | number, signal: AbortSignal): AsyncIterable<EventRow> {
+  /** The event feed after `afterSeq` (undefined = from now on), as it grows; wakes on changes. */
+  async *events(afterSeq: bigint | number | undefined, signal: AbortSignal): AsyncIterable<EventRow> {
     const { store, notifier } = this.options;
-    let seen = Number(afterSeq);
-    if (seen <= 0) seen = (await store.event.findFirst({ orderBy: { seq: "desc" } }))?.seq ?? 0;
+    let seen = afterSeq === undefined ? ((await store.event.findFirst({ orderBy: { seq: "desc" } }))?.seq ?? 0) : Number(afterSeq);
     while (!signal.aborted) {
       const wake = notifier.waitForChange("*", 1000, signal);
       const batch = await store.event.findMany({ where: { seq: { gt: seen } }, orderBy: { seq: "asc" }, take: 100 });

@@ -21,13 +21,14 @@ export async function serveOperatorEvents(req: HttpRequest, res: HttpResponse, b
     res.end(JSON.stringify(statusJson(status)));
     return;
   }
-  const lastEventId = Number(req.headers["last-event-id"] ?? 0);
+  const header = req.headers["last-event-id"];
+  const lastEventId = header === undefined ? undefined : Number(header);
   const abort = new AbortController();
   res.on("close", () => abort.abort());
   const write = (text: string): boolean => (res.write as (chunk: string) => boolean).call(res, text);
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
   write(": connected\n\n");
-  for await (const event of broker.events(Number.isSafeInteger(lastEventId) ? lastEventId : 0, abort.signal)) {
+  for await (const event of broker.events(lastEventId !== undefined && Number.isSafeInteger(lastEventId) ? lastEventId : undefined, abort.signal)) {
     const message = create(EventSchema, {
       seq: BigInt(event.seq),
       kind: event.kind,

@@ -189,8 +189,9 @@ describe.each(["sqlite", "postgresql"] as const)("operations lifecycle on %s", (
 
     const events = [];
     const feed = new AbortController();
-    // From the start of the feed (this describe's servers share a database): this operation's events only.
-    for await (const update of operators.watchEvents({ afterSeq: 1n }, { signal: feed.signal })) {
+    // Resume from just before this operation's first event (this describe's servers share a database).
+    const first = await server.operations.database.prisma.event.findFirst({ where: { operationId: operation!.id }, orderBy: { seq: "asc" } });
+    for await (const update of operators.watchEvents({ afterSeq: BigInt(first!.seq - 1) }, { signal: feed.signal })) {
       if (update.event!.operationId !== operation!.id) continue;
       events.push(update.event!.kind);
       if (update.event!.kind === "request.approved") break;
