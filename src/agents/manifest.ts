@@ -2,6 +2,7 @@ import path from "node:path";
 
 import { HoconError, parseHoconFile, type HoconOptions, type JsonValue } from "./hocon.js";
 import { RegistryProblemsError, problemOfHoconError, type RegistryProblem } from "./problem.js";
+import { isJsonObject } from "../json.js";
 
 /**
  * One line of the manifest. The value is `true` (served and public, as neuro-san reads it), `false` (not served), or
@@ -77,7 +78,7 @@ function flattenEntries(value: Record<string, JsonValue>, prefix = ""): [string,
   const result: [string, JsonValue][] = [];
   for (const [key, child] of Object.entries(value)) {
     const entry = prefix === "" ? key : `${prefix}.${key}`;
-    if (isObject(child) && Object.keys(child).length > 0 && !isSwitchObject(child)) result.push(...flattenEntries(child, entry));
+    if (isJsonObject(child) && Object.keys(child).length > 0 && !isSwitchObject(child)) result.push(...flattenEntries(child, entry));
     else result.push([entry, child]);
   }
   return result;
@@ -85,17 +86,13 @@ function flattenEntries(value: Record<string, JsonValue>, prefix = ""): [string,
 
 function servingSwitches(value: JsonValue): { serve: boolean; public: boolean } | string {
   if (typeof value === "boolean") return { serve: value, public: value };
-  if (isObject(value) && isSwitchObject(value)) {
+  if (isJsonObject(value) && isSwitchObject(value)) {
     const serve = value.serve ?? true;
     const isPublic = value.public ?? true;
     if (typeof serve !== "boolean" || typeof isPublic !== "boolean") return "serve and public must be true or false";
     return { serve, public: isPublic };
   }
   return "must be true, false or {serve, public}";
-}
-
-function isObject(value: JsonValue | undefined): value is Record<string, JsonValue> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function isSwitchObject(value: Record<string, JsonValue>): boolean {

@@ -1,5 +1,6 @@
 import type { JsonObject, JsonValue } from "./hocon.js";
 import { RegistryProblemsError, type RegistryProblem } from "./problem.js";
+import { isJsonObject } from "../json.js";
 
 /** What a node of a network is; decided in `nodeKindOf` and nowhere else. */
 export type NodeKind = "front_man" | "llm_agent" | "coded_tool" | "external_agent";
@@ -132,7 +133,7 @@ export function buildNetwork(source: NetworkSource): AgentNetwork {
     check.problem("tools", "must be a non-empty list of agent specs");
   } else {
     specsValue.forEach((spec, index) => {
-      if (isObject(spec)) specEntries.push([spec, `tools[${index}]`]);
+      if (isJsonObject(spec)) specEntries.push([spec, `tools[${index}]`]);
       else check.problem(`tools[${index}]`, "must be an object");
     });
   }
@@ -322,7 +323,7 @@ function readAllow(block: JsonObject, keyPath: string, check: Checker): AllowPol
 function readGrant(value: JsonValue): SlyDataGrant | undefined {
   if (typeof value === "boolean") return value;
   if (Array.isArray(value)) return value.every((key) => typeof key === "string") ? (value as string[]) : undefined;
-  if (isObject(value)) {
+  if (isJsonObject(value)) {
     const entries = Object.entries(value);
     if (entries.every(([, rule]) => typeof rule === "boolean" || typeof rule === "string")) {
       return value as Record<string, boolean | string>;
@@ -361,7 +362,7 @@ function applyCommondefs(raw: JsonObject, check: Checker): JsonObject {
       return placeholder === undefined ? value : value.replace(placeholder, (_, key: string) => stringReplacements.get(key) ?? "");
     }
     if (Array.isArray(value)) return value.map((element) => replace(element, withValues));
-    if (isObject(value)) {
+    if (isJsonObject(value)) {
       const copy: JsonObject = {};
       for (const [key, child] of Object.entries(value)) copy[key] = replace(child, withValues);
       return copy;
@@ -378,10 +379,6 @@ function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
-function isObject(value: JsonValue | undefined): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 /** Reads optional typed keys, collecting a problem (file, key path, reason) for each one of the wrong type. */
 class Checker {
   readonly problems: RegistryProblem[] = [];
@@ -394,7 +391,7 @@ class Checker {
   optionalObject(container: JsonObject, key: string, keyPath = key): JsonObject | undefined {
     const value = container[key];
     if (value === undefined) return undefined;
-    if (isObject(value)) return value;
+    if (isJsonObject(value)) return value;
     this.problem(keyPath, "must be an object");
     return undefined;
   }

@@ -1,5 +1,6 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { AxonError, Code } from "../errors.js";
+import { isJsonObject } from "../json.js";
 
 /** The wire protocols Axon speaks; every other `class` is refused. */
 export type ProviderClass = "openai" | "azure-openai" | "anthropic" | "ollama" | "openai-compatible";
@@ -104,7 +105,7 @@ export function resolveLlmChain(llmConfig: JsonObject): ModelConfig[] {
   const shared = pick(llmConfig, SHARED_KEYS);
   const entries = fallbacks.map((entry, index) => {
     const path = `fallbacks[${index}]`;
-    if (!isObject(entry)) throw invalidConfig(path, "an llm_config object");
+    if (!isJsonObject(entry)) throw invalidConfig(path, "an llm_config object");
     if ("fallbacks" in entry) throw invalidConfig(`${path}.fallbacks`, "absent: fallbacks do not nest");
     return resolveModelConfig({ ...shared, ...entry }, path);
   });
@@ -178,10 +179,6 @@ function providerNamed(config: JsonObject): ProviderClass | undefined {
 
 function pick(config: JsonObject, keys: string[]): JsonObject {
   return Object.fromEntries(keys.filter((key) => key in config).map((key) => [key, config[key] as JsonValue]));
-}
-
-function isObject(value: JsonValue | undefined): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function optionalString(config: JsonObject, key: string, path: string): string | undefined {

@@ -2,6 +2,7 @@ import { Code } from "@connectrpc/connect";
 import type { JsonObject, JsonValue } from "../agents/hocon.js";
 import type { FinalAnswer } from "./assertions.js";
 import type { ChatFilterType } from "./test-case.js";
+import { isJsonObject } from "../json.js";
 
 /**
  * One StreamingChat over the REST API (`POST /api/v1/{agent}/streaming_chat`, answered with json-lines), as any
@@ -69,20 +70,20 @@ export async function streamingChat(serverUrl: string, request: StreamingChatReq
     } catch {
       throw new ChatCallError(`line ${lineNumber} of the stream is not JSON: ${line.slice(0, 200)}`);
     }
-    if (!isObject(parsed)) throw new ChatCallError(`line ${lineNumber} of the stream is not a JSON object`);
+    if (!isJsonObject(parsed)) throw new ChatCallError(`line ${lineNumber} of the stream is not a JSON object`);
     // An error after the headers went out arrives as one more line: a google.rpc.Status, not a ChatResponse.
     if ("code" in parsed && !("response" in parsed)) throw statusError(parsed, undefined);
     const message = parsed.response;
     // The answer is the AGENT_FRAMEWORK message without origin; others may carry one under MAXIMAL.
-    if (isObject(message) && isFramework(message) && (final === undefined || !hasOrigin(message) || hasOrigin(final))) {
+    if (isJsonObject(message) && isFramework(message) && (final === undefined || !hasOrigin(message) || hasOrigin(final))) {
       final = message;
     }
   }
   if (!final) throw new ChatCallError("the stream ended without a final AGENT_FRAMEWORK message");
   return {
     text: typeof final.text === "string" ? final.text : "",
-    slyData: isObject(final.sly_data) ? final.sly_data : undefined,
-    structure: isObject(final.structure) ? final.structure : undefined,
+    slyData: isJsonObject(final.sly_data) ? final.sly_data : undefined,
+    structure: isJsonObject(final.structure) ? final.structure : undefined,
     chatContext: final.chat_context,
   };
 }
@@ -114,7 +115,7 @@ async function httpStatusError(response: Response): Promise<ChatCallError> {
   } catch {
     parsed = undefined;
   }
-  if (isObject(parsed) && "code" in parsed) return statusError(parsed, response.status);
+  if (isJsonObject(parsed) && "code" in parsed) return statusError(parsed, response.status);
   const excerpt = text.trim().slice(0, 200);
   return new ChatCallError(`HTTP ${response.status} ${response.statusText}${excerpt ? `: ${excerpt}` : ""}`, {
     httpStatus: response.status,
@@ -127,9 +128,9 @@ function statusError(status: JsonObject, httpStatus: number | undefined): ChatCa
   const codeName = code === undefined ? String(status.code) : codeNameOf(code);
   const message = typeof status.message === "string" ? status.message : "(no message)";
   const errorInfo = Array.isArray(status.details)
-    ? status.details.find((detail) => isObject(detail) && String(detail["@type"]).endsWith("google.rpc.ErrorInfo"))
+    ? status.details.find((detail) => isJsonObject(detail) && String(detail["@type"]).endsWith("google.rpc.ErrorInfo"))
     : undefined;
-  const reason = isObject(errorInfo) && typeof errorInfo.reason === "string" ? errorInfo.reason : undefined;
+  const reason = isJsonObject(errorInfo) && typeof errorInfo.reason === "string" ? errorInfo.reason : undefined;
   const text = [
     `${codeName}${code === undefined ? "" : ` (${code})`}: ${message}`,
     reason === undefined ? "" : ` [reason ${reason}]`,
@@ -157,10 +158,6 @@ function isFramework(message: JsonObject): boolean {
 
 function hasOrigin(message: JsonObject): boolean {
   return Array.isArray(message.origin) && message.origin.length > 0;
-}
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function withTrailingSlash(url: string): string {

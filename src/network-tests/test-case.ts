@@ -1,5 +1,6 @@
 import path from "node:path";
 import { HoconError, parseHoconFile, type JsonObject, type JsonValue } from "../agents/hocon.js";
+import { isJsonObject } from "../json.js";
 
 /**
  * One data-driven test case (neuro-san's format): an agent, a conversation of interactions, the tests each answer
@@ -160,7 +161,7 @@ function parseTimeout(value: JsonValue | undefined, key: string, fail: Fail): nu
 
 function parseMetadata(value: JsonValue | undefined, fail: Fail): Record<string, string> {
   if (value === undefined || value === null) return {};
-  if (!isObject(value)) fail("metadata", "expected an object of header names to values");
+  if (!isJsonObject(value)) fail("metadata", "expected an object of header names to values");
   const metadata: Record<string, string> = {};
   for (const [name, headerValue] of Object.entries(value as JsonObject)) {
     if (typeof headerValue === "object" && headerValue !== null) fail(`metadata.${name}`, "expected a scalar value");
@@ -170,21 +171,21 @@ function parseMetadata(value: JsonValue | undefined, fail: Fail): Record<string,
 }
 
 function parseInteraction(value: JsonValue, key: string, fail: Fail): Interaction {
-  if (!isObject(value)) fail(key, "expected an object");
+  if (!isJsonObject(value)) fail(key, "expected an object");
   const interaction = value as JsonObject;
   requireKnownKeys(interaction, INTERACTION_KEYS, `${key}.`, fail);
 
   if (typeof interaction.text !== "string") fail(`${key}.text`, "required: the user message to send");
   const slyData = interaction.sly_data;
-  if (slyData !== undefined && slyData !== null && !isObject(slyData)) fail(`${key}.sly_data`, "expected an object");
+  if (slyData !== undefined && slyData !== null && !isJsonObject(slyData)) fail(`${key}.sly_data`, "expected an object");
   const continueConversation = interaction.continue_conversation ?? true;
   if (typeof continueConversation !== "boolean") fail(`${key}.continue_conversation`, "expected a boolean");
   const response = interaction.response ?? {};
-  if (!isObject(response)) fail(`${key}.response`, "expected an object of tests");
+  if (!isJsonObject(response)) fail(`${key}.response`, "expected an object of tests");
 
   return {
     text: interaction.text as string,
-    slyData: isObject(slyData) ? slyData : undefined,
+    slyData: isJsonObject(slyData) ? slyData : undefined,
     chatFilter: parseChatFilter(interaction.chat_filter, `${key}.chat_filter`, fail),
     continueConversation: continueConversation as boolean,
     timeoutSeconds: parseTimeout(interaction.timeout_in_seconds, `${key}.timeout_in_seconds`, fail),
@@ -195,7 +196,7 @@ function parseInteraction(value: JsonValue, key: string, fail: Fail): Interactio
 /** neuro-san files write the type as a string; the wire form `{chat_filter_type: ...}` is accepted too. */
 function parseChatFilter(value: JsonValue | undefined, key: string, fail: Fail): ChatFilterType {
   if (value === undefined || value === null) return "MINIMAL";
-  const type = isObject(value) ? value.chat_filter_type : value;
+  const type = isJsonObject(value) ? value.chat_filter_type : value;
   const name = typeof type === "string" ? type.toUpperCase() : undefined;
   if (name !== "MINIMAL" && name !== "MAXIMAL") fail(key, `expected "MINIMAL" or "MAXIMAL", got ${JSON.stringify(value)}`);
   return name as ChatFilterType;
@@ -213,7 +214,7 @@ function parseResponse(response: JsonObject, key: string, fail: Fail): Assertion
 }
 
 function parseTestBlock(part: ResponsePart, path: string[], block: JsonValue, key: string, fail: Fail): Assertion[] {
-  if (!isObject(block)) fail(key, "expected an object of tests (value, keywords, ...) or of keys to descend into");
+  if (!isJsonObject(block)) fail(key, "expected an object of tests (value, keywords, ...) or of keys to descend into");
   const names = Object.keys(block as JsonObject);
   if (names.length === 0) fail(key, "empty: name at least one test");
   const tests = names.filter(isTestName);
@@ -275,10 +276,6 @@ function isTestName(name: string): name is TestName {
 
 function isResponsePart(name: string | undefined): name is ResponsePart {
   return (RESPONSE_PARTS as readonly (string | undefined)[]).includes(name);
-}
-
-function isObject(value: JsonValue | undefined): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function isStringList(value: JsonValue): boolean {

@@ -2,6 +2,7 @@ import path from "node:path";
 
 import { HoconError, parseHoconFile } from "../agents/hocon.js";
 import { AxonError, type QuotaViolation, Code } from "../errors.js";
+import { isJsonObject } from "../json.js";
 
 /**
  * Admission (spec §5): whether a new submission may enter the lifecycle at all. The store counts, `admit` decides;
@@ -240,7 +241,7 @@ export function parseAdmissionLimits(document: unknown, file: string): Admission
   const fail = (key: string | undefined, reason: string): never => {
     throw new AdmissionFileError(file, key, reason);
   };
-  if (!isObject(document)) return fail(undefined, "the top level must be an object");
+  if (!isJsonObject(document)) return fail(undefined, "the top level must be an object");
 
   const limits: AdmissionLimits = { ...defaultAdmissionLimits, clients: {} };
   for (const [key, value] of Object.entries(document)) {
@@ -252,11 +253,11 @@ export function parseAdmissionLimits(document: unknown, file: string): Admission
 
   const clients = document.clients;
   if (clients !== undefined) {
-    if (!isObject(clients)) return fail("clients", "must be an object of client names");
+    if (!isJsonObject(clients)) return fail("clients", "must be an object of client names");
     for (const [name, raw] of Object.entries(clients)) {
       const key = `clients.${name}`;
       if (!CLIENT_NAME.test(name)) fail(key, "is not a client name (letters, digits, dot, underscore, dash; up to 64)");
-      if (!isObject(raw)) return fail(key, "must be an object of limits");
+      if (!isJsonObject(raw)) return fail(key, "must be an object of limits");
       const overrides: Partial<ClientLimits> = {};
       for (const [field, value] of Object.entries(raw)) {
         if (Object.hasOwn(clientKeys, field)) overrides[clientKeys[field as keyof typeof clientKeys]] = limit(value, `${key}.${field}`, fail);
@@ -277,6 +278,3 @@ function limit(value: unknown, key: string, fail: (key: string, reason: string) 
   return value;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}

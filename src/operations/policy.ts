@@ -3,6 +3,7 @@ import path from "node:path";
 import { HoconError, parseHoconFile } from "../agents/hocon.js";
 import { AxonError, Code, type FieldViolation } from "../errors.js";
 import { semanticallyEqual } from "./canonical-json.js";
+import { isJsonObject } from "../json.js";
 
 /**
  * The authorization policy (spec §3): which client may run which operation on which target, and on what terms a
@@ -161,7 +162,7 @@ function clientMatches(rule: PolicyRule, clientId: string): boolean {
 
 /** Every field of the pattern must be present in the target and match it; fields the pattern omits are free. */
 export function targetMatches(pattern: TargetPattern, target: unknown): boolean {
-  if (!isObject(target)) return false;
+  if (!isJsonObject(target)) return false;
   return Object.entries(pattern).every(([field, expected]) => {
     if (!Object.hasOwn(target, field)) return false;
     const actual = target[field];
@@ -351,7 +352,7 @@ export function parsePolicy(document: unknown, file: string): PolicyRule[] {
   const fail = (key: string | undefined, reason: string): never => {
     throw new PolicyFileError(file, key, reason);
   };
-  if (!isObject(document)) return fail(undefined, "the top level must be an object");
+  if (!isJsonObject(document)) return fail(undefined, "the top level must be an object");
   onlyKeys(document, ["rules"], undefined, fail);
   const rules = document.rules;
   if (!Array.isArray(rules)) return fail("rules", "must be a list of rules");
@@ -359,7 +360,7 @@ export function parsePolicy(document: unknown, file: string): PolicyRule[] {
   const seen = new Set<string>();
   return rules.map((raw, index) => {
     const key = `rules[${index}]`;
-    if (!isObject(raw)) return fail(key, "must be an object");
+    if (!isJsonObject(raw)) return fail(key, "must be an object");
     onlyKeys(raw, ["id", "effect", "clients", "operations", "targets", "grant_policy"], key, fail);
 
     const id = raw.id;
@@ -379,7 +380,7 @@ export function parsePolicy(document: unknown, file: string): PolicyRule[] {
         return fail(`${key}.targets`, "must be a non-empty list of objects (leave it out to match every target)");
       }
       rule.targets = raw.targets.map((pattern, patternIndex) =>
-        isObject(pattern) ? pattern : fail(`${key}.targets[${patternIndex}]`, "must be an object of target fields"),
+        isJsonObject(pattern) ? pattern : fail(`${key}.targets[${patternIndex}]`, "must be an object of target fields"),
       );
     }
     if (raw.grant_policy !== undefined) {
@@ -395,7 +396,7 @@ export function parsePolicy(document: unknown, file: string): PolicyRule[] {
 type Fail = (key: string | undefined, reason: string) => never;
 
 function parseGrantPolicy(raw: unknown, key: string, fail: Fail): GrantPolicy {
-  if (!isObject(raw)) return fail(key, "must be an object");
+  if (!isJsonObject(raw)) return fail(key, "must be an object");
   onlyKeys(raw, ["mode", "default_minutes", "max_minutes", "default_max_uses", "max_uses"], key, fail);
   const number = (name: string): number | undefined => {
     const value = raw[name];
@@ -443,6 +444,3 @@ function onlyKeys(object: Record<string, unknown>, allowed: string[], key: strin
   }
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}

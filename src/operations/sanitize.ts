@@ -20,6 +20,8 @@
  * keep secrets out of their messages; this is the last line, not the only one.
  */
 
+import { isJsonObject } from "../json.js";
+
 export interface SanitizeOptions {
   /** The credentials this operation used (and any others worth hiding); each is redacted wherever it appears. */
   secrets?: readonly string[];
@@ -93,16 +95,16 @@ function messageOf(body: unknown): string | undefined {
 
 function messageOfJson(value: unknown): string | undefined {
   if (Array.isArray(value)) return messageOfJson(value[0]);
-  if (!isObject(value)) return undefined;
+  if (!isJsonObject(value)) return undefined;
   const error = value.error;
   const errors = value.errors;
   const candidates: unknown[] = [
-    isObject(error) ? error.message : undefined,
+    isJsonObject(error) ? error.message : undefined,
     value.message,
     value.error_description,
     value.detail,
     error,
-    Array.isArray(errors) && isObject(errors[0]) ? errors[0].message : undefined,
+    Array.isArray(errors) && isJsonObject(errors[0]) ? errors[0].message : undefined,
   ];
   return candidates.find((candidate): candidate is string => typeof candidate === "string" && candidate.trim() !== "");
 }
@@ -230,6 +232,3 @@ function truncate(text: string, limit: number): string {
   return `${codePoints.slice(0, limit - 1).join("").trimEnd()}…`;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}

@@ -1,8 +1,8 @@
 import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { OperationSchema } from "../gen/axon/agent/v1/agent_pb.js";
-import { RequestSchema } from "../gen/axon/operator/v1/operator_pb.js";
-import type { GrantRow, OperationRow } from "../operations/store.js";
+import { EventSchema, RequestSchema } from "../gen/axon/operator/v1/operator_pb.js";
+import type { EventRow, GrantRow, OperationRow } from "../operations/store.js";
 
 export const agentApiVersion = "unyolo.io/agent/v1";
 
@@ -54,4 +54,16 @@ export function requestMessage(grant: GrantRow, linked?: OperationRow): MessageI
     ...(grant.expiresAt ? { expiresAt: timestampFromDate(grant.expiresAt) } : {}),
     ...(linked ? { linkedOperation: operationMessage(linked) } : {}),
   };
+}
+
+/** One event of the operator feed, for WatchEvents and for Server-Sent Events alike. */
+export function eventMessage(event: EventRow) {
+  return create(EventSchema, {
+    seq: BigInt(event.seq),
+    kind: event.kind,
+    requestId: event.grantId ?? "",
+    operationId: event.operationId ?? "",
+    revision: event.revision ?? 0,
+    createdAt: timestampFromDate(event.createdAt),
+  });
 }

@@ -1,10 +1,10 @@
-import { create, toJson } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { toJson } from "@bufbuild/protobuf";
 import type { PrincipalSet } from "../auth/principals.js";
 import { EventSchema } from "../gen/axon/operator/v1/operator_pb.js";
 import type { OperationsBroker } from "../operations/broker.js";
 import { authenticated } from "./authenticate.js";
 import { typeRegistry } from "./descriptors.js";
+import { eventMessage } from "./operation-messages.js";
 import type { HttpRequest, HttpResponse } from "./listener.js";
 import { httpStatusOf, statusJson, toConnectError } from "./status.js";
 
@@ -29,14 +29,7 @@ export async function serveOperatorEvents(req: HttpRequest, res: HttpResponse, b
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
   write(": connected\n\n");
   for await (const event of broker.events(lastEventId !== undefined && Number.isSafeInteger(lastEventId) ? lastEventId : undefined, abort.signal)) {
-    const message = create(EventSchema, {
-      seq: BigInt(event.seq),
-      kind: event.kind,
-      requestId: event.grantId ?? "",
-      operationId: event.operationId ?? "",
-      revision: event.revision ?? 0,
-      createdAt: timestampFromDate(event.createdAt),
-    });
-    write(`id: ${event.seq}\nevent: ${event.kind}\ndata: ${JSON.stringify(toJson(EventSchema, message, { registry: typeRegistry }))}\n\n`);
+    const data = JSON.stringify(toJson(EventSchema, eventMessage(event), { registry: typeRegistry }));
+    write(`id: ${event.seq}\nevent: ${event.kind}\ndata: ${data}\n\n`);
   }
 }

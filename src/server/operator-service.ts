@@ -1,10 +1,9 @@
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { OperatorService } from "../gen/axon/operator/v1/operator_pb.js";
 import type { OperationsBroker } from "../operations/broker.js";
 import type { GrantRow, OperationRow } from "../operations/store.js";
 import { principalKey } from "./context.js";
-import { requestMessage } from "./operation-messages.js";
+import { eventMessage, requestMessage } from "./operation-messages.js";
 
 /** What operators do: look at requests, approve (possibly narrowing), deny, revoke, follow the feed. */
 export function operatorService(broker: OperationsBroker): ServiceImpl<typeof OperatorService> {
@@ -39,18 +38,7 @@ export function operatorService(broker: OperationsBroker): ServiceImpl<typeof Op
     },
 
     async *watchEvents(request, context) {
-      for await (const event of broker.events(request.afterSeq, context.signal)) {
-        yield {
-          event: {
-            seq: BigInt(event.seq),
-            kind: event.kind,
-            requestId: event.grantId ?? "",
-            operationId: event.operationId ?? "",
-            revision: event.revision ?? 0,
-            createdAt: timestampFromDate(event.createdAt),
-          },
-        };
-      }
+      for await (const event of broker.events(request.afterSeq, context.signal)) yield { event: eventMessage(event) };
     },
   };
 }

@@ -5,6 +5,8 @@ import { AxonError, type FieldViolation } from "../../errors.js";
 import { ChatMessage_ChatMessageType as MessageType, type ChatMessage } from "../../gen/neuro_san/api/grpc/chat_pb.js";
 import { sanitizeProviderText } from "../sanitize.js";
 import type { ExecutionContext, ExecutionOutcome, OperationToExecute, Presentation, Provider } from "./provider.js";
+import { isJsonObject } from "../../json.js";
+import { failed, fieldKey, printable, truncate } from "./transcript-text.js";
 
 export interface AgentChatProviderOptions {
   /** The served networks; private ones are callable too, as over StreamingChat. */
@@ -51,7 +53,7 @@ export class AgentChatProvider implements Provider {
       violate("arguments.text", `is required: 1 to ${MAX_CHAT_TEXT_LENGTH} characters`);
     }
     const slyData = args["sly_data"];
-    if (slyData !== undefined && !isObject(slyData)) violate("arguments.sly_data", "must be an object");
+    if (slyData !== undefined && !isJsonObject(slyData)) violate("arguments.sly_data", "must be an object");
     return violations;
   }
 
@@ -75,7 +77,7 @@ export class AgentChatProvider implements Provider {
         network,
         text: typeof text === "string" ? text : "",
         mimeData: [],
-        slyData: isObject(slyData) ? slyData : {},
+        slyData: isJsonObject(slyData) ? slyData : {},
         chatContext: undefined,
         metadata: { request_id: operation.id },
         signal: context.signal,
@@ -134,24 +136,3 @@ function failureOf(error: unknown, signal: AbortSignal): ExecutionOutcome {
   return failed("agent_chat_failed", message || "the chat failed");
 }
 
-function failed(code: string, message: string): ExecutionOutcome {
-  return { state: "failed", code, message };
-}
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function fieldKey(key: string): string {
-  return truncate(printable(key), 64);
-}
-
-/** One line of printable text: controls and line breaks become spaces, runs of whitespace one space. */
-function printable(value: unknown): string {
-  return typeof value === "string" ? value.replace(/[\p{C}\p{Zl}\p{Zp}]/gu, " ").replace(/\s+/g, " ").trim() : "";
-}
-
-function truncate(text: string, limit: number): string {
-  const codePoints = Array.from(text);
-  return codePoints.length <= limit ? text : `${codePoints.slice(0, limit - 1).join("")}…`;
-}

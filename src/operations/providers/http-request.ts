@@ -4,6 +4,8 @@ import { AxonError, type FieldViolation } from "../../errors.js";
 import { REDACTED, sanitizeProviderError, secretVariants } from "../sanitize.js";
 import { HTTP_METHODS, isHttpMethod, type Credential, type Credentials, type HttpMethod } from "./credentials.js";
 import type { ExecutionContext, ExecutionOutcome, OperationToExecute, Presentation, Provider } from "./provider.js";
+import { isJsonObject } from "../../json.js";
+import { failed, fieldKey, printable, truncate } from "./transcript-text.js";
 
 export interface HttpRequestProviderOptions {
   credentials: Credentials;
@@ -83,9 +85,9 @@ export class HttpRequestProvider implements Provider {
         : `${method} ${credential.origin}${credential.basePath}${path} with credential ${credentialName}`,
     ];
     const query = args["query"];
-    if (isObject(query) && Object.keys(query).length > 0) parts.push(`query ${Object.keys(query).map(printable).join(" ")}`);
+    if (isJsonObject(query) && Object.keys(query).length > 0) parts.push(`query ${Object.keys(query).map(printable).join(" ")}`);
     const headers = args["headers"];
-    if (isObject(headers) && Object.keys(headers).length > 0) {
+    if (isJsonObject(headers) && Object.keys(headers).length > 0) {
       parts.push(`headers ${Object.keys(headers).map((name) => printable(name).toLowerCase()).join(" ")}`);
     }
     const body = args["body"];
@@ -212,7 +214,7 @@ function planRequest(credentials: Credentials, target: JsonObject, args: JsonObj
 
   const query = args["query"];
   if (query !== undefined) {
-    if (!isObject(query)) violate("arguments.query", "must be an object of strings, numbers or booleans");
+    if (!isJsonObject(query)) violate("arguments.query", "must be an object of strings, numbers or booleans");
     else {
       for (const [key, value] of Object.entries(query)) {
         if (key === "") violate("arguments.query", "parameter names may not be empty");
@@ -227,7 +229,7 @@ function planRequest(credentials: Credentials, target: JsonObject, args: JsonObj
   const headers: [string, string][] = [];
   const rawHeaders = args["headers"];
   if (rawHeaders !== undefined) {
-    if (!isObject(rawHeaders)) violate("arguments.headers", "must be an object of header names to string values");
+    if (!isJsonObject(rawHeaders)) violate("arguments.headers", "must be an object of header names to string values");
     else {
       const seen = new Set<string>();
       for (const [headerName, value] of Object.entries(rawHeaders)) {
@@ -458,29 +460,7 @@ function reducedLocation(location: string, requestUrl: URL): string | undefined 
 
 // ---------------------------------------------------------------------------------------------------------------
 
-function failed(code: string, message: string): ExecutionOutcome {
-  return { state: "failed", code, message };
-}
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** A user-supplied key inside a field path: bounded, printable. */
-function fieldKey(key: string): string {
-  return truncate(printable(key), 64);
-}
-
-/** Text for a transcript: a string's printable characters, anything else nothing. */
-function printable(value: JsonValue | undefined): string {
-  return typeof value === "string" ? value.replace(/[\p{C}\p{Zl}\p{Zp}]/gu, "").trim() : "";
-}
-
 function byteLength(text: string): number {
   return Buffer.byteLength(text, "utf8");
 }
 
-function truncate(text: string, limit: number): string {
-  const codePoints = Array.from(text);
-  return codePoints.length <= limit ? text : `${codePoints.slice(0, limit - 1).join("")}…`;
-}

@@ -11,6 +11,7 @@ import { Code } from "@connectrpc/connect";
 import { AxonError, invalidArgument, type FieldViolation } from "../../errors.js";
 import { typeRegistry } from "../descriptors.js";
 import { findField, hasSpecialJson } from "./field-path.js";
+import { isJsonObject } from "../../json.js";
 
 /**
  * Request JSON is read as neuro-san read it: unknown fields are ignored, an enum accepts its name in
@@ -64,7 +65,7 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 function normalizeMessage(message: DescMessage, json: JsonValue, path: string, violations: FieldViolation[]): JsonValue {
   if (hasSpecialJson(message)) return checkWellKnown(message, json, path, violations);
-  if (!isObject(json)) {
+  if (!isJsonObject(json)) {
     violations.push({ field: path, description: `expected a JSON object, got ${describeValue(json)}` });
     return json;
   }
@@ -103,7 +104,7 @@ function normalizeField(field: DescField, value: JsonValue, path: string, violat
       });
     }
     case "map": {
-      if (!isObject(value)) {
+      if (!isJsonObject(value)) {
         violations.push({ field: path, description: `expected a JSON object, got ${describeValue(value)}` });
         return value;
       }
@@ -135,7 +136,7 @@ function checkWellKnown(message: DescMessage, json: JsonValue, path: string, vio
     case "google.protobuf.Value":
       return json;
     case "google.protobuf.Struct":
-      if (!isObject(json)) violations.push({ field: path, description: `expected a JSON object, got ${describeValue(json)}` });
+      if (!isJsonObject(json)) violations.push({ field: path, description: `expected a JSON object, got ${describeValue(json)}` });
       return json;
     case "google.protobuf.ListValue":
       if (!Array.isArray(json)) violations.push({ field: path, description: `expected an array, got ${describeValue(json)}` });
@@ -162,10 +163,6 @@ function enumNames(desc: DescEnum): Map<string, string> {
 
 function isNullValue(desc: DescEnum): boolean {
   return desc.typeName === "google.protobuf.NullValue";
-}
-
-function isObject(json: JsonValue): json is JsonObject {
-  return typeof json === "object" && json !== null && !Array.isArray(json);
 }
 
 function join(path: string, name: string): string {
