@@ -91,7 +91,7 @@ export class OperationsBroker {
     const { store, policy, admission } = this.options;
     return store.serialized(async (tx) => {
       // A concurrent duplicate may have won while this one waited for the lock.
-      const raced = await this.replay(tx, clientId, input.idempotencyKey, hash);
+      const raced = await this.replay(tx, clientId, input.idempotencyKey, hash, true);
       if (raced) return { operation: raced, created: false };
 
       const now = this.clock.now();
@@ -474,11 +474,26 @@ export class OperationsBroker {
     for (const id of this.afterCommit.splice(0)) this.options.notifier.changed(id);
   }
 
-  private async replay(store: StoreTransaction, clientId: string, idempotencyKey: string, hash: string): Promise<OperationRow | undefined> {
+  /**
+   * The operation this key already names, when the request is the same (semantic JSON equality); a conflict when it
+   * differs. A terminal operation stays replayable for 30 days; after that its key is free again (`retire` it first).
+   */
+  private async replay(
+    store: StoreTransaction,
+    clientId: string,
+    idempotencyKey: string,
+    hash: string,
+    retire = false,
+  ): Promise<OperationRow | undefined> {
     const existing = await store.operation.findUnique({ where: { clientId_idempotencyKey: { clientId, idempotencyKey } } });
     if (!existing) return undefined;
-    const expired = existing.terminalAt && this.clock.now().getTime() - existing.terminalAt.getTime() > replayWindowMs;
-    if (existing.requestHash === hash && !expired) return existing;
+    const expired = existing.terminalAt !== null && this.clock.now().getTime() - existing.terminalAt.getTime() > replayWindowMs;
+    if (expired) {
+      // The old operation keeps its id and history; only its claim on the key ends.
+      if (retire) await store.operation.update({ where: { id: existing.id }, data: { idempotencyKey: `${idempotencyKey}~retired~${existing.id}` } });
+      return undefined;
+    }
+    if (existing.requestHash === hash) return existing;
     throw new AxonError(Code.Aborted, "IDEMPOTENCY_CONFLICT", "this idempotency key was used for another request", {
       metadata: { category: "conflict", operation_id: existing.id },
     });

@@ -150,6 +150,21 @@ describe.each(["sqlite", "postgresql"] as const)("operations lifecycle on %s", (
     expect(audit).toMatchObject({ actor: "alice", category: "rate_limited", detail: { reason: "CLIENT_OPERATION_LIMIT" } });
   });
 
+  it("a terminal operation is replayable for 30 days; after that its key names a new operation", async () => {
+    const { api, server } = await serve();
+    const key = `replay-window-${provider}`;
+    const first = await api.post(alice, chatOp(key));
+    await api.waitTerminal(alice, first.body.id);
+    const { prisma } = server.operations.database;
+    await prisma.operation.update({ where: { id: first.body.id }, data: { terminalAt: new Date(Date.now() - 29 * 86_400_000) } });
+    expect((await api.post(alice, chatOp(key))).body.id).toBe(first.body.id);
+    await prisma.operation.update({ where: { id: first.body.id }, data: { terminalAt: new Date(Date.now() - 31 * 86_400_000) } });
+    const renewed = await api.post(alice, chatOp(key, "another reason, a month later"));
+    expect(renewed.status).toBe(202);
+    expect(renewed.body.id).not.toBe(first.body.id);
+    expect((await api.get(alice, first.body.id)).status).toBe(200);
+  });
+
   it("restart keeps every operation with its state and revision", async () => {
     const first = await serve();
     const submitted = await first.api.post(alice, chatOp(`restart-${provider}`));
