@@ -1,4 +1,4 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startAxon } from "../src/axon.js";
@@ -11,8 +11,9 @@ import { serveParent } from "./server-process.js";
  * BENCH_AXON_ENV (a JSON object of environment variables, e.g. AGENT_MANIFEST_FILE and OPENAI_BASE_URL) says otherwise.
  */
 const projectRoot = path.resolve(import.meta.dirname, "..");
+const dataDir = mkdtempSync(path.join(os.tmpdir(), "axon-bench-"));
 const env: Record<string, string> = {
-  AXON_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), "axon-bench-")),
+  AXON_DATA_DIR: dataDir,
   AGENT_HTTP_PORT: "0",
   LOG_LEVEL: "silent",
   AXON_SHUTDOWN_GRACE_SECONDS: "1",
@@ -25,4 +26,7 @@ export interface AxonReady {
   port: number;
 }
 
-serveParent({ port: axon.server.ports[0]! } satisfies AxonReady, () => axon.close());
+serveParent({ port: axon.server.ports[0]! } satisfies AxonReady, async () => {
+  await axon.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});

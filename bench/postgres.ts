@@ -1,0 +1,70 @@
+import { randomBytes } from "node:crypto";
+import { readdir, readFile } from "node:fs/promises";
+import pg from "pg";
+
+/** The local server's maintenance database: PostgreSQL on 127.0.0.1:5432, trust auth. */
+const adminUrl = process.env.AXON_BENCH_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
+
+export interface BenchDatabase {
+  name: string;
+  url: string;
+  drop(): Promise<void>;
+}
+
+/** A fresh, uniquely named database for one bench run; `drop` removes it even if connections remain. */
+export async function createPostgresDatabase(): Promise<BenchDatabase> {
+  const name = `axon_bench_${randomBytes(6).toString("hex")}`;
+  await admin(`CREATE DATABASE ${name}`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return { name, url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
+
+async function admin(sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+const ticksPerSecond = 100; // USER_HZ on Linux
+
+/**
+ * CPU time so far of each PostgreSQL backend serving `database` (its command line names the database), by pid, in
+ * microseconds. The work a submit costs the server happens in these processes; WAL writer and checkpointer are
+ * shared with every other database and left out. Linux only (/proc); elsewhere, empty.
+ */
+export async function backendCpuMicros(database: string): Promise<Map<number, number>> {
+  const cpu = new Map<number, number>();
+  let pids: string[];
+  try {
+    pids = (await readdir("/proc")).filter((entry) => /^\d+$/.test(entry));
+  } catch {
+    return cpu;
+  }
+  await Promise.all(
+    pids.map(async (pid) => {
+      try {
+        const command = (await readFile(`/proc/${pid}/cmdline`, "utf8")).replaceAll("\0", " ");
+        if (!command.startsWith("postgres:") || !command.split(/\s+/).includes(database)) return;
+        // Fields after the parenthesised command name: state is field 3, utime 14 and stime 15.
+        const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        cpu.set(Number(pid), ((Number(fields[11]) + Number(fields[12])) / ticksPerSecond) * 1e6);
+      } catch {
+        // The process ended between listing and reading: its time is lost either way.
+      }
+    }),
+  );
+  return cpu;
+}
+
+/** CPU the backends used between two samples; a backend that ended in between is missing, so this is a floor. */
+export function backendCpuBetween(before: Map<number, number>, after: Map<number, number>): number {
+  let micros = 0;
+  for (const [pid, total] of after) micros += total - (before.get(pid) ?? 0);
+  return micros;
+}
