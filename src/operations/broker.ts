@@ -26,6 +26,15 @@ export interface SubmitInput {
   reason: string;
 }
 
+export interface GrantInput {
+  clientRequestId: string;
+  operation: string;
+  target: JsonObject;
+  reason: string;
+  minutes?: number;
+  maxUses?: number;
+}
+
 export interface Clock {
   now(): Date;
 }
@@ -88,30 +97,14 @@ export class OperationsBroker {
   }
 
   private decideSubmission(clientId: string, input: SubmitInput, hash: string, provider: Provider) {
-    const { store, policy, admission } = this.options;
+    const { store, policy } = this.options;
     return store.serialized(async (tx) => {
       // A concurrent duplicate may have won while this one waited for the lock.
       const raced = await this.replay(tx, clientId, input.idempotencyKey, hash, true);
       if (raced) return { operation: raced, created: false };
 
       const now = this.clock.now();
-      const limits = limitsFor(admission, clientId);
-      const windowStart = windowStartOf(now, limits.windowSeconds);
-      const counts = {
-        clientRequestsInWindow:
-          (await tx.admissionCounter.findUnique({ where: { clientId_windowStart: { clientId, windowStart } } }))?.count ?? 0,
-        clientActive: await tx.operation.count({ where: { clientId, state: { in: activeStates } } }),
-        clientPending: await tx.grant.count({ where: { clientId, status: "pending" } }),
-        globalActive: await tx.operation.count({ where: { state: { in: activeStates } } }),
-        globalExecuting: await tx.operation.count({ where: { state: "executing" } }),
-      };
-      const admission_ = admit(admission, clientId, counts, now, windowStart);
-      if (!admission_.admitted) throw admissionError(admission_);
-      await tx.admissionCounter.upsert({
-        where: { clientId_windowStart: { clientId, windowStart } },
-        create: { clientId, windowStart, count: 1 },
-        update: { count: { increment: 1 } },
-      });
+      await this.admit(tx, clientId, now);
 
       const windowGrants = await tx.grant.findMany({
         where: { clientId, operation: input.operation, status: "active", mode: "window" },
@@ -209,22 +202,18 @@ export class OperationsBroker {
     if (query.state && !terminalStates.has(query.state) && !activeStates.includes(query.state)) {
       throw invalidArgument("INVALID_STATE", "unknown state", [{ field: "state", description: "an operation state" }]);
     }
-    const after = query.cursor ? decodeCursor(query.cursor) : undefined;
     const rows = await this.options.store.operation.findMany({
       where: {
         clientId,
         ...(query.idempotencyKey ? { idempotencyKey: query.idempotencyKey } : {}),
         ...(query.state ? { state: query.state } : {}),
-        ...(after
-          ? { OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { lt: after.id } }] }
-          : {}),
+        ...afterCursor(query.cursor),
       },
-      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+      orderBy: newestFirst,
       take: limit + 1,
     });
-    const page = rows.slice(0, limit);
-    const last = page.at(-1);
-    return { operations: page, ...(rows.length > limit && last ? { nextCursor: encodeCursor(last) } : {}) };
+    const { items, nextCursor } = pageOf(rows, limit);
+    return { operations: items, ...(nextCursor ? { nextCursor } : {}) };
   }
 
   /** Long poll: the operation once its revision passes `afterRevision` or it is terminal, else when time is up. */
@@ -291,6 +280,92 @@ export class OperationsBroker {
     }
   }
 
+  // ---- explicit grants ------------------------------------------------------------------------------------
+
+  /**
+   * Asks ahead of use for a window grant that matching operations will then use: policy-checked, admitted like a
+   * submission, and pending until an operator decides. Idempotent by `client_request_id`.
+   */
+  async createGrant(clientId: string, input: GrantInput): Promise<{ grant: GrantRow; created: boolean }> {
+    const violations: FieldViolation[] = [];
+    if (!idempotencyKeyPattern.test(input.clientRequestId)) violations.push({ field: "client_request_id", description: "1-128 characters of A-Z a-z 0-9 . _ : -" });
+    if (!this.options.providers.get(input.operation)) violations.push({ field: "operation", description: "not a registered operation type" });
+    const reason = input.reason.trim();
+    if (reason.length < 1 || reason.length > 2000) violations.push({ field: "reason", description: "1 to 2000 characters" });
+    if (JSON.stringify(input.target).length > maxTargetBytes) violations.push({ field: "target", description: "at most 16 KiB" });
+    if (violations.length > 0) throw invalidArgument("INVALID_GRANT", "the grant request is invalid", violations);
+
+    const asked = { minutes: input.minutes ?? null, max_uses: input.maxUses ?? null };
+    const hash = requestHash({ operation: input.operation, target: input.target, reason, ...asked });
+    const now = this.clock.now();
+    const decision = decide(this.options.policy, { clientId, operation: input.operation, target: input.target, now }, []);
+    if (decision.effect === "deny" || decision.effect === "use_grant") {
+      throw new AxonError(Code.PermissionDenied, "POLICY_DENIED", "the policy does not allow this operation", { metadata: { category: "authorization" } });
+    }
+    if (decision.effect === "allow") {
+      throw new AxonError(Code.FailedPrecondition, "GRANT_NOT_REQUIRED", "the policy already allows this operation without a grant");
+    }
+    const terms = requestedGrantTerms(decision.grantPolicy, asked);
+    if (terms.mode === "execution") {
+      throw invalidArgument("GRANT_NOT_AVAILABLE", "this operation is approved one execution at a time. Submit the operation instead", [
+        { field: "operation", description: "its policy gives execution grants only" },
+      ]);
+    }
+
+    const result = await this.options.store.serialized(async (tx) => {
+      const existing = await tx.grant.findUnique({ where: { clientId_clientRequestId: { clientId, clientRequestId: input.clientRequestId } } });
+      if (existing) {
+        if (existing.requestHash === hash) return { grant: existing, created: false };
+        throw new AxonError(Code.Aborted, "IDEMPOTENCY_CONFLICT", "this client_request_id was used for another request", {
+          metadata: { category: "conflict", request_id: existing.id },
+        });
+      }
+      await this.admit(tx, clientId, now);
+      const grant = await tx.grant.create({
+        data: {
+          id: newId("req"),
+          revision: 1,
+          clientId,
+          status: "pending",
+          operation: input.operation,
+          target: input.target,
+          reason,
+          mode: terms.mode,
+          minutes: terms.minutes ?? null,
+          maxUses: terms.maxUses,
+          usesRemaining: terms.maxUses,
+          expiresAt: new Date(now.getTime() + this.approvalTtlMs),
+          clientRequestId: input.clientRequestId,
+          requestHash: hash,
+          createdAt: now,
+          updatedAt: now,
+        },
+      });
+      await recordGrant(tx, "request.created", grant, clientId);
+      return { grant, created: true };
+    });
+    if (result.created) this.options.notifier.changed(result.grant.id);
+    return result;
+  }
+
+  async getGrant(clientId: string, id: string): Promise<GrantRow> {
+    const grant = await this.options.store.grant.findFirst({ where: { id, clientId } });
+    if (!grant) throw notFound("GRANT_NOT_FOUND", "grant not found", { grant_id: id });
+    return grant;
+  }
+
+  async listGrants(clientId: string, query: { status?: string; limit?: number; cursor?: string }) {
+    const limit = query.limit || 20;
+    if (limit < 1 || limit > 50) throw invalidArgument("INVALID_LIMIT", "limit must be 1 to 50", [{ field: "limit", description: "1 to 50" }]);
+    const rows = await this.options.store.grant.findMany({
+      where: { clientId, ...(query.status ? { status: query.status } : {}), ...afterCursor(query.cursor) },
+      orderBy: newestFirst,
+      take: limit + 1,
+    });
+    const { items, nextCursor } = pageOf(rows, limit);
+    return { grants: items, ...(nextCursor ? { nextCursor } : {}) };
+  }
+
   // ---- operator decisions ---------------------------------------------------------------------------------
 
   async getRequest(id: string): Promise<{ grant: GrantRow; operation?: OperationRow }> {
@@ -313,21 +388,19 @@ export class OperationsBroker {
     if (!(status in statuses)) {
       throw invalidArgument("INVALID_STATUS", "status must be pending, active, history or all", [{ field: "status", description: "pending, active, history or all" }]);
     }
-    const after = query.cursor ? decodeCursor(query.cursor) : undefined;
     const only = statuses[status];
     const rows = await this.options.store.grant.findMany({
       where: {
         ...(only ? { status: { in: only } } : {}),
         ...(query.requester ? { clientId: query.requester } : {}),
         ...(query.operation ? { operation: query.operation } : {}),
-        ...(after ? { OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { lt: after.id } }] } : {}),
+        ...afterCursor(query.cursor),
       },
-      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+      orderBy: newestFirst,
       take: limit + 1,
     });
-    const page = rows.slice(0, limit);
-    const last = page.at(-1);
-    return { requests: page, ...(rows.length > limit && last ? { nextCursor: encodeCursor(last) } : {}) };
+    const { items, nextCursor } = pageOf(rows, limit);
+    return { requests: items, ...(nextCursor ? { nextCursor } : {}) };
   }
 
   /** Approves a pending request, possibly narrowing it; its operation becomes approved with one use reserved. */
@@ -415,6 +488,29 @@ export class OperationsBroker {
   }
 
   private afterCommit: string[] = [];
+
+  /**
+   * Admission, counted inside the serialized transaction so limits hold across replicas. A refusal throws before
+   * anything is written; an admitted submission takes one slot of the client's rate window.
+   */
+  private async admit(tx: StoreTransaction, clientId: string, now: Date): Promise<void> {
+    const { admission } = this.options;
+    const windowStart = windowStartOf(now, limitsFor(admission, clientId).windowSeconds);
+    const counts = {
+      clientRequestsInWindow: (await tx.admissionCounter.findUnique({ where: { clientId_windowStart: { clientId, windowStart } } }))?.count ?? 0,
+      clientActive: await tx.operation.count({ where: { clientId, state: { in: activeStates } } }),
+      clientPending: await tx.grant.count({ where: { clientId, status: "pending" } }),
+      globalActive: await tx.operation.count({ where: { state: { in: activeStates } } }),
+      globalExecuting: await tx.operation.count({ where: { state: "executing" } }),
+    };
+    const admission_ = admit(admission, clientId, counts, now, windowStart);
+    if (!admission_.admitted) throw admissionError(admission_);
+    await tx.admissionCounter.upsert({
+      where: { clientId_windowStart: { clientId, windowStart } },
+      create: { clientId, windowStart, count: 1 },
+      update: { count: { increment: 1 } },
+    });
+  }
 
   /** The event feed after `afterSeq` (undefined = from now on), as it grows; wakes on changes. */
   async *events(afterSeq: bigint | number | undefined, signal: AbortSignal): AsyncIterable<EventRow> {
@@ -572,6 +668,22 @@ async function recordGrant(tx: StoreTransaction, kind: string, grant: GrantRow, 
 /** `op_` / `req_` + 24 url-safe random characters. */
 export function newId(prefix: string): string {
   return `${prefix}_${randomBytes(18).toString("base64url")}`;
+}
+
+/** Pages are newest first; the cursor is the last row's (created_at, id), opaque to clients. */
+const newestFirst = [{ createdAt: "desc" as const }, { id: "desc" as const }];
+
+function afterCursor(cursor: string | undefined) {
+  if (!cursor) return {};
+  const after = decodeCursor(cursor);
+  return { OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { lt: after.id } }] };
+}
+
+/** `limit` rows and, when there are more, the cursor to the next page (one extra row was fetched to know). */
+function pageOf<Row extends { createdAt: Date; id: string }>(rows: Row[], limit: number): { items: Row[]; nextCursor?: string } {
+  const items = rows.slice(0, limit);
+  const last = items.at(-1);
+  return { items, ...(rows.length > limit && last ? { nextCursor: encodeCursor(last) } : {}) };
 }
 
 function encodeCursor(row: { createdAt: Date; id: string }): string {

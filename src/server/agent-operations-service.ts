@@ -3,7 +3,7 @@ import type { AgentOperationsService } from "../gen/axon/agent/v1/agent_pb.js";
 import { terminalStates, type OperationsBroker } from "../operations/broker.js";
 import type { OperationRow } from "../operations/store.js";
 import { httpStatusKey, principalKey } from "./context.js";
-import { agentApiVersion, operationMessage } from "./operation-messages.js";
+import { agentApiVersion, grantMessage, operationMessage } from "./operation-messages.js";
 
 export interface Descriptor {
   contractDigest: string;
@@ -60,6 +60,28 @@ export function agentOperationsService(broker: OperationsBroker, descriptor: Des
       for await (const operation of broker.watch(clientOf(context), request.id, request.afterRevision, context.signal)) {
         yield { operation: operationMessage(operation) };
       }
+    },
+
+    async createGrant(request, context) {
+      const { grant, created } = await broker.createGrant(clientOf(context), {
+        clientRequestId: request.clientRequestId,
+        operation: request.operation,
+        target: request.target ?? {},
+        reason: request.reason,
+        ...(request.minutes !== undefined ? { minutes: request.minutes } : {}),
+        ...(request.maxUses !== undefined ? { maxUses: request.maxUses } : {}),
+      });
+      if (created) context.values.set(httpStatusKey, 201);
+      return { grant: grantMessage(grant) };
+    },
+
+    async listGrants(request, context) {
+      const page = await broker.listGrants(clientOf(context), request);
+      return { grants: page.grants.map(grantMessage), nextCursor: page.nextCursor ?? "" };
+    },
+
+    async getGrant(request, context) {
+      return { grant: grantMessage(await broker.getGrant(clientOf(context), request.id)) };
     },
 
     async cancelOperation(request, context) {

@@ -1,6 +1,6 @@
 import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { OperationSchema } from "../gen/axon/agent/v1/agent_pb.js";
+import { GrantSchema, OperationSchema } from "../gen/axon/agent/v1/agent_pb.js";
 import { EventSchema, RequestSchema } from "../gen/axon/operator/v1/operator_pb.js";
 import type { EventRow, GrantRow, OperationRow } from "../operations/store.js";
 
@@ -35,6 +35,15 @@ export function operationMessage(row: OperationRow, options: { summary?: boolean
 
 /** An approval request as operators see it, with the operation that asked for it when there is one. */
 export function requestMessage(grant: GrantRow, linked?: OperationRow): MessageInitShape<typeof RequestSchema> {
+  return { ...grantFields(grant), ...(linked ? { linkedOperation: operationMessage(linked) } : {}) };
+}
+
+/** A grant as its client sees it (the operator's request, without the linked operation). */
+export function grantMessage(grant: GrantRow): MessageInitShape<typeof GrantSchema> {
+  return grantFields(grant);
+}
+
+function grantFields(grant: GrantRow) {
   return {
     id: grant.id,
     revision: grant.revision,
@@ -52,7 +61,6 @@ export function requestMessage(grant: GrantRow, linked?: OperationRow): MessageI
     ...(grant.maxUses != null ? { maxUses: grant.maxUses } : {}),
     ...(grant.usesRemaining != null ? { usesRemaining: grant.usesRemaining } : {}),
     ...(grant.expiresAt ? { expiresAt: timestampFromDate(grant.expiresAt) } : {}),
-    ...(linked ? { linkedOperation: operationMessage(linked) } : {}),
   };
 }
 

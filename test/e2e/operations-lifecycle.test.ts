@@ -165,6 +165,44 @@ describe.each(["sqlite", "postgresql"] as const)("operations lifecycle on %s", (
     expect((await api.get(alice, first.body.id)).status).toBe(200);
   });
 
+  it("grants API: a window grant asked ahead, approved by an operator, then used by a matching operation", async () => {
+    const policy = {
+      rules: [
+        { id: "w", effect: "request", operations: ["http.request"], grant_policy: { mode: "window", default_minutes: 10, max_minutes: 30, default_max_uses: 3, max_uses: 5 } },
+        { id: "c", effect: "allow", operations: ["agent.chat"] },
+      ],
+    };
+    const { api } = await serve(roomyAdmission, policy);
+    const ask = {
+      client_request_id: `grant-${provider}`,
+      operation: "http.request",
+      target: { credential: "upstream", path: "/g" },
+      reason: "read /g for a while",
+      minutes: 20,
+      max_uses: 2,
+    };
+    const created = await api.json(await api.call("POST", "/api/grants", alice, ask));
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ status: "pending", mode: "window", minutes: 20, max_uses: 2, client_request_id: ask.client_request_id });
+    const replay = await api.json(await api.call("POST", "/api/grants", alice, ask));
+    expect(replay).toMatchObject({ status: 200, body: { id: created.body.id } });
+    const conflict = await api.json(await api.call("POST", "/api/grants", alice, { ...ask, reason: "something else" }));
+    expect(conflict.status).toBe(409);
+    expect((await api.json(await api.call("POST", "/api/grants", alice, { ...ask, client_request_id: "too-long", minutes: 999 }))).status).toBe(400);
+    expect((await api.json(await api.call("POST", "/api/grants", alice, { ...ask, client_request_id: "chat", operation: "agent.chat" }))).body.details[0].reason).toBe("GRANT_NOT_REQUIRED");
+
+    const listed = await api.json(await api.call("GET", "/api/grants", alice));
+    expect(listed.body.grants.map((grant: Json) => grant.id)).toContain(created.body.id);
+    expect((await api.call("GET", `/api/grants/${created.body.id}`, bob)).status).toBe(404);
+
+    await api.json(await api.call("POST", `/api/operator/v1/requests/${created.body.id}/approve`, operator, { expected_revision: created.body.revision }));
+    const active = await api.json(await api.call("GET", `/api/grants/${created.body.id}`, alice));
+    expect(active.body).toMatchObject({ status: "active", uses_remaining: 2 });
+    expect(active.body.used_count ?? 0).toBe(0); // canonical protobuf JSON omits zero counters
+    const used = await api.post(alice, httpOp(`grant-use-${provider}`, "/g"));
+    expect(used.body).toMatchObject({ state: "approved", approval_id: created.body.id });
+  });
+
   it("restart keeps every operation with its state and revision", async () => {
     const first = await serve();
     const submitted = await first.api.post(alice, chatOp(`restart-${provider}`));

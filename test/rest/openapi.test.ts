@@ -47,6 +47,8 @@ describe("the OpenAPI document", () => {
       "/api/agent/v1/operations/{id}",
       "/api/agent/v1/operations/{id}/cancel",
       "/api/agent/v1/operations/{id}/events",
+      "/api/grants",
+      "/api/grants/{id}",
       "/api/operator/v1/requests",
       "/api/operator/v1/requests/{id}",
       "/api/operator/v1/requests/{id}/approve",
