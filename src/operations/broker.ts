@@ -5,7 +5,7 @@ import { AxonError, invalidArgument, notFound, type FieldViolation } from "../er
 import type { Logger } from "../logger.js";
 import { admit, admissionError, limitsFor, windowStartOf, type AdmissionLimits } from "./admission.js";
 import { requestHash } from "./canonical-json.js";
-import { Notifier } from "./notifier.js";
+import type { Notifier } from "./notifier.js";
 import { decide, narrowGrant, requestedGrantTerms, type GrantTermsInput, type Policy } from "./policy.js";
 import type { Provider } from "./providers/provider.js";
 import type { ProviderRegistry } from "./providers/registry.js";
@@ -57,16 +57,12 @@ export interface BrokerOptions {
  * It knows nothing of HTTP or gRPC.
  */
 export class OperationsBroker {
-  readonly clock: Clock;
+  private readonly clock: Clock;
   private readonly approvalTtlMs: number;
 
   constructor(private readonly options: BrokerOptions) {
     this.clock = options.clock ?? { now: () => new Date() };
     this.approvalTtlMs = (options.approvalTtlMinutes ?? 60) * 60_000;
-  }
-
-  get notifier(): Notifier {
-    return this.options.notifier;
   }
 
   /** Submits, or replays the operation submitted with the same key. `created` is false for a replay. */
