@@ -17,6 +17,7 @@ import { listen, type HttpRequest, type HttpResponse, type Listener } from "./li
 import { Metrics } from "./metrics.js";
 import { buildOpenApi } from "./rest/openapi.js";
 import { createRestTranscoder } from "./rest/transcoder.js";
+import { createMcpHandler } from "../mcp/http-transport.js";
 import { authenticate } from "./authenticate.js";
 import { serveOperatorEvents } from "./operator-events.js";
 import { routes, type Services } from "./routes.js";
@@ -58,6 +59,16 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
   });
   routes(options)(router);
   const rpcHandlers = new Map<string, UniversalHandler>(router.handlers.map((handler) => [handler.requestPath, handler]));
+  const mcp = createMcpHandler({
+    broker: options.operations.broker,
+    clients: options.operations.principals.clients,
+    operationsFor: options.operations.descriptor.operationsFor,
+    registry: options.registry,
+    chats: options.chats,
+    logger,
+    shutdownSignal: shutdown.signal,
+    maxRequestBytes: config.maxRequestBytes,
+  });
   const rest = createRestTranscoder({ handlers: router.handlers, services: restServices, maxRequestBytes: config.maxRequestBytes });
   let openApi: string | undefined;
 
@@ -86,6 +97,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
       res.setHeader("access-control-allow-headers", config.allowCorsHeaders);
       if (req.method === "OPTIONS") return void res.writeHead(204).end();
     }
+    if (await mcp.handle(req, res)) return;
     const plain = req.method === "GET" ? plainRoutes[path] : undefined;
     if (plain) return plain(res, req);
 

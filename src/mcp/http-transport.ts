@@ -1,0 +1,103 @@
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import type { ReadableStream as NodeReadableStream } from "node:stream/web";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import type { PrincipalSet } from "../auth/principals.js";
+import { authenticated } from "../server/authenticate.js";
+import type { HttpRequest, HttpResponse } from "../server/listener.js";
+import { httpStatusOf, statusJson, toConnectError } from "../server/status.js";
+import { createMcpServer, type McpDeps } from "./mcp-server.js";
+
+export interface McpHandlerOptions extends McpDeps {
+  /** Client secrets: the client a bearer names scopes every tool. */
+  clients: PrincipalSet;
+  /** Aborted when the server shuts down: open waits and chats end with it. */
+  shutdownSignal?: AbortSignal;
+  /** Largest JSON-RPC body accepted, in bytes (default 4 MiB). */
+  maxRequestBytes?: number;
+}
+
+export interface McpHandler {
+  /** Serves `/mcp` and answers true; any other path is left alone and answers false. */
+  handle(req: HttpRequest, res: HttpResponse): Promise<boolean>;
+}
+
+export const mcpPath = "/mcp";
+
+/**
+ * Streamable HTTP at `/mcp`, stateless: every POST gets its own MCP server and transport for the client its bearer
+ * secret names, and a JSON answer. No sessions means nothing to share between replicas and nothing to expire.
+ */
+export function createMcpHandler(options: McpHandlerOptions): McpHandler {
+  return {
+    async handle(req, res) {
+      const path = (req.url ?? "/").split("?", 1)[0];
+      if (path !== mcpPath) return false;
+      // Authentication comes before every other check, with the same 401 as the rest of Axon.
+      let clientId: string;
+      try {
+        clientId = authenticated(options.clients, req.headers.authorization ?? null).name;
+      } catch (error) {
+        sendStatus(res, error);
+        return true;
+      }
+      // Stateless: there is no stream to resume (GET) and no session to end (DELETE).
+      if (req.method !== "POST") {
+        res.writeHead(405, { allow: "POST", "content-type": "application/json" });
+        res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message: "Method not allowed: this server is stateless, POST only" }, id: null }));
+        return true;
+      }
+      await serve(req, res, clientId, options);
+      return true;
+    },
+  };
+}
+
+async function serve(req: HttpRequest, res: HttpResponse, clientId: string, options: McpHandlerOptions): Promise<void> {
+  const gone = new AbortController();
+  res.on("close", () => gone.abort());
+  const signal = options.shutdownSignal ? AbortSignal.any([gone.signal, options.shutdownSignal]) : gone.signal;
+
+  const server = createMcpServer(options, { clientId, signal });
+  const transport = new WebStandardStreamableHTTPServerTransport({
+    sessionIdGenerator: undefined,
+    enableJsonResponse: true,
+    maxRequestBodySize: options.maxRequestBytes ?? 4 * 1024 * 1024,
+  });
+  try {
+    await server.connect(transport);
+    const response = await transport.handleRequest(toWebRequest(req, signal));
+    res.writeHead(response.status, Object.fromEntries(response.headers));
+    if (response.body) await pipeline(Readable.fromWeb(response.body as NodeReadableStream), res);
+    else res.end();
+  } finally {
+    await server.close();
+  }
+}
+
+/** The Node request (HTTP/1.1 or HTTP/2) as the web-standard Request the SDK's transport reads. */
+function toWebRequest(req: HttpRequest, signal: AbortSignal): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    // HTTP/2 pseudo-headers (:path, :method, ...) are not headers a Request may carry.
+    if (name.startsWith(":") || value === undefined) continue;
+    for (const one of Array.isArray(value) ? value : [value]) headers.append(name, one);
+  }
+  const host = req.headers.host ?? req.headers[":authority"] ?? "localhost";
+  const init: RequestInit & { duplex: "half" } = {
+    method: req.method ?? "POST",
+    headers,
+    signal,
+    duplex: "half",
+    ...(req.method === "POST" ? { body: Readable.toWeb(req as Readable) as ReadableStream } : {}),
+  };
+  return new Request(`http://${String(host)}${req.url ?? mcpPath}`, init);
+}
+
+function sendStatus(res: HttpResponse, error: unknown): void {
+  const connectError = toConnectError(error);
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  connectError.metadata.forEach((value, name) => void (headers[name] = value));
+  res.writeHead(httpStatusOf(connectError.code), headers);
+  res.end(JSON.stringify(statusJson(connectError)));
+}

@@ -1,0 +1,71 @@
+/**
+ * The MCP server over stdio, for MCP hosts that spawn a command:
+ *
+ *   AXON_MCP_TOKEN=<client secret> tsx src/mcp/stdio.ts      (or --token <client secret>)
+ *
+ * It reads the same environment as `npm start` (AXON_DATA_DIR / DATABASE_URL, AXON_CLIENTS_FILE, policy, credentials,
+ * LLM keys) and runs the operations lifecycle in this process over the same database, as one more replica would:
+ * no server needs to be running, and compare-and-swap claims keep a running server and this process from executing
+ * one operation twice. stdout carries only JSON-RPC; logs go to stderr.
+ */
+import { parseArgs } from "node:util";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { CodedToolLoader } from "../agents/coded-tools.js";
+import { AgentRegistry } from "../agents/registry.js";
+import { AgentRuntime } from "../agents/runtime.js";
+import { loadConfig } from "../config.js";
+import { createLlmClient } from "../llm/providers.js";
+import { createLogger } from "../logger.js";
+import { startOperations } from "../operations/operations.js";
+import { createMcpServer } from "./mcp-server.js";
+
+const { values } = parseArgs({ options: { token: { type: "string" } }, strict: true });
+const token = values.token ?? process.env.AXON_MCP_TOKEN;
+if (!token) fail("a client secret is required: set AXON_MCP_TOKEN or pass --token");
+
+const config = loadConfig();
+const logger = createLogger(config.logLevel, process.stderr);
+const env = process.env;
+
+// The agent side of startAxon without its listeners: a CLI process must not take a port.
+const registry = await AgentRegistry.load({ manifestFile: config.manifestFile, projectRoot: config.projectRoot, logger });
+const chats = new AgentRuntime({
+  registry,
+  createLlm: (llmConfig) => createLlmClient(llmConfig, env, { logger }),
+  codedTools: new CodedToolLoader(config.toolPath),
+  logger,
+  maxConcurrentChats: config.maxConcurrentRequests,
+  heartbeatSeconds: 0,
+});
+const operations = await startOperations(config, logger, { registry, chats, env });
+
+const client = operations.principals.clients.authenticate(token);
+if (!client) {
+  await operations.close();
+  fail(`the token is not a client secret in ${config.clientsFile}`);
+}
+
+const stopping = new AbortController();
+const server = createMcpServer({ broker: operations.broker, operationsFor: operations.operationsFor, registry, chats, logger }, { clientId: client.name, signal: stopping.signal });
+const transport = new StdioServerTransport();
+let closed = false;
+const close = async (): Promise<void> => {
+  if (closed) return;
+  closed = true;
+  stopping.abort();
+  await server.close();
+  await operations.close();
+  registry.close();
+};
+// The host ends the session by closing our stdin (or with a signal).
+transport.onclose = () => void close();
+process.stdin.on("end", () => void close());
+for (const signal of ["SIGTERM", "SIGINT"] as const) process.on(signal, () => void close().finally(() => process.exit(0)));
+
+await server.connect(transport);
+logger.info({ client: client.name, tools: operations.operationsFor(client.name) }, "Axon MCP server on stdio");
+
+function fail(message: string): never {
+  process.stderr.write(`axon mcp: ${message}\n`);
+  process.exit(2);
+}
