@@ -49,6 +49,7 @@ export async function startAxon(
     operations: {
       broker: operations.broker,
       principals: operations.principals,
+      transfers: operations.transfers,
       descriptor: {
         contractDigest,
         buildId: env.AXON_BUILD_ID ?? `axon-${process.env.npm_package_version ?? "dev"}`,

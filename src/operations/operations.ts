@@ -13,6 +13,8 @@ import { loadCredentials } from "./providers/credentials.js";
 import { HttpRequestProvider } from "./providers/http-request.js";
 import { ProviderRegistry } from "./providers/registry.js";
 import { operationsStore } from "./store.js";
+import { transferSettingsFromEnv } from "./transfers/settings.js";
+import { createTransfers, type Transfers } from "./transfers/transfers.js";
 import { ExecutionWorker } from "./worker.js";
 
 export interface Operations {
@@ -20,6 +22,8 @@ export interface Operations {
   broker: OperationsBroker;
   worker: ExecutionWorker;
   principals: { clients: PrincipalSet; operators: PrincipalSet };
+  /** Sealed payloads and streams (Agent V1 §6). */
+  transfers: Transfers;
   /** Secrets created on this first start, to show the administrator once. */
   generatedSecrets: (GeneratedSecret & { kind: string })[];
   operationsFor(clientId: string): string[];
@@ -41,15 +45,16 @@ export async function startOperations(
     loadAdmissionLimits(config.admissionFile, { projectRoot: config.projectRoot }),
     loadCredentials(config.credentialsFile, deps.env, { projectRoot: config.projectRoot }),
   ]);
+  const database = await openDatabase(config.databaseUrl, { logger });
+  const clock = deps.clock ?? { now: () => new Date() };
+  const transfers = await createTransfers({ database, settings: transferSettingsFromEnv(deps.env), dataDir: config.dataDir, logger, clock });
   const providers = new ProviderRegistry([
     new AgentChatProvider({ registry: deps.registry, chats: deps.chats }),
-    new HttpRequestProvider({ credentials }),
+    new HttpRequestProvider({ credentials, sealedBodies: transfers.sealedPayloads }),
   ]);
 
-  const database = await openDatabase(config.databaseUrl, { logger });
   const store = operationsStore(database.prisma, database.provider);
   const notifier = new Notifier();
-  const clock = deps.clock ?? { now: () => new Date() };
   const broker = new OperationsBroker({ store, policy, admission, providers, notifier, logger, clock });
   const worker = new ExecutionWorker({ store, providers, notifier, logger, clock });
   await worker.start();
@@ -61,6 +66,7 @@ export async function startOperations(
     broker,
     worker,
     principals: { clients: clients.principals, operators: operators.principals },
+    transfers,
     generatedSecrets: [
       ...clients.generated.map((secret) => ({ ...secret, kind: "client" })),
       ...operators.generated.map((secret) => ({ ...secret, kind: "operator" })),
@@ -69,6 +75,7 @@ export async function startOperations(
     async close() {
       clearInterval(sweeper);
       await worker.stop();
+      transfers.close();
       await database.close();
     },
   };

@@ -10,6 +10,7 @@ import type { PrincipalSet } from "../auth/principals.js";
 import { AgentOperationsService } from "../gen/axon/agent/v1/agent_pb.js";
 import { OperatorService } from "../gen/axon/operator/v1/operator_pb.js";
 import type { OperationsBroker } from "../operations/broker.js";
+import type { Transfers } from "../operations/transfers/transfers.js";
 import { agentOperationsService, type Descriptor } from "./agent-operations-service.js";
 import { agentService } from "./agent-service.js";
 import { operatorService } from "./operator-service.js";
@@ -28,6 +29,8 @@ export interface Services {
 /** Agent Operations V1, when the server runs it: the broker, the descriptor, and who may call. */
 export interface OperationsSurface {
   broker: OperationsBroker;
+  /** Sealed payloads and streams: plain HTTP routes carrying raw bytes, not RPCs. */
+  transfers: Transfers;
   descriptor: Descriptor;
   principals: { clients: PrincipalSet; operators: PrincipalSet };
 }

@@ -20,6 +20,7 @@ import { createRestTranscoder } from "./rest/transcoder.js";
 import { createMcpHandler } from "../mcp/http-transport.js";
 import { authenticate } from "./authenticate.js";
 import { serveOperatorEvents } from "./operator-events.js";
+import { createTransferRoutes } from "./transfer-routes.js";
 import { routes, type Services } from "./routes.js";
 import { httpStatusOf, statusJson, toConnectError } from "./status.js";
 import { notFound } from "../errors.js";
@@ -70,6 +71,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
     maxRequestBytes: config.maxRequestBytes,
   });
   const rest = createRestTranscoder({ handlers: router.handlers, services: restServices, maxRequestBytes: config.maxRequestBytes });
+  const transferRoutes = createTransferRoutes({ transfers: options.operations.transfers, clients: options.operations.principals.clients, logger });
   let openApi: string | undefined;
 
   const plainRoutes: Record<string, (res: HttpResponse, req: HttpRequest) => void | Promise<void>> = {
@@ -98,6 +100,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
       if (req.method === "OPTIONS") return void res.writeHead(204).end();
     }
     if (await mcp.handle(req, res)) return;
+    if (await transferRoutes.handle(req, res)) return;
     const plain = req.method === "GET" ? plainRoutes[path] : undefined;
     if (plain) return plain(res, req);
 

@@ -13,6 +13,16 @@ export interface HttpRequestProviderOptions {
   timeoutMs?: number;
   /** Response body bytes kept; the rest is cut and the result says `truncated`. Default 1 MiB. */
   maxResponseBytes?: number;
+  /** Where `body_sealed` references are opened; without it sealed bodies are refused at validation. */
+  sealedBodies?: SealedBodies;
+}
+
+/**
+ * Opens a sealed payload for its owner, once (Agent V1 §6). Refusals are AxonErrors whose reason names them
+ * (SEALED_PAYLOAD_NOT_FOUND, _CONSUMED, _EXPIRED, _UNREADABLE); their messages never carry content.
+ */
+export interface SealedBodies {
+  consume(clientId: string, id: string): Promise<Uint8Array>;
 }
 
 /**
@@ -61,15 +71,17 @@ export class HttpRequestProvider implements Provider {
   private readonly credentials: Credentials;
   private readonly timeoutMs: number;
   private readonly maxResponseBytes: number;
+  private readonly sealedBodies: SealedBodies | undefined;
 
   constructor(options: HttpRequestProviderOptions) {
     this.credentials = options.credentials;
+    this.sealedBodies = options.sealedBodies;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   }
 
   validate(target: JsonObject, args: JsonObject): FieldViolation[] {
-    return planRequest(this.credentials, target, args).violations;
+    return planRequest(this.credentials, target, args, this.sealedBodies !== undefined).violations;
   }
 
   present(target: JsonObject, args: JsonObject): Presentation {
@@ -100,7 +112,7 @@ export class HttpRequestProvider implements Provider {
   }
 
   async execute(operation: OperationToExecute, context: ExecutionContext): Promise<ExecutionOutcome> {
-    const { violations, request } = planRequest(this.credentials, operation.target, operation.arguments);
+    const { violations, request } = planRequest(this.credentials, operation.target, operation.arguments, this.sealedBodies !== undefined);
     if (request === undefined) {
       // Validated at submission; the configuration changed since (a credential removed, its methods narrowed).
       return violations.some((violation) => violation.field === "target.credential")
@@ -119,6 +131,14 @@ export class HttpRequestProvider implements Provider {
     }
     if (context.signal.aborted) return failed("interrupted", "execution stopped before the request was sent");
 
+    // Opened last, just before dispatch: a request refused earlier leaves its sealed body unused.
+    let body: string | Uint8Array | undefined = request.body;
+    if (request.sealedBody !== undefined) {
+      const opened = await this.openSealedBody(operation.clientId, request.sealedBody);
+      if (opened.state !== "opened") return opened;
+      body = opened.body;
+    }
+
     const timeout = AbortSignal.timeout(this.timeoutMs);
     const signal = AbortSignal.any([context.signal, timeout]);
     const headers = new Headers(request.headers);
@@ -129,7 +149,7 @@ export class HttpRequestProvider implements Provider {
       response = await fetch(request.url, {
         method: request.method,
         headers,
-        ...(request.body === undefined ? {} : { body: request.body }),
+        ...(body === undefined ? {} : { body }),
         // A redirect is the upstream's answer, never a reason to send the secret somewhere else.
         redirect: "manual",
         signal,
@@ -146,19 +166,35 @@ export class HttpRequestProvider implements Provider {
 
     // From here on the upstream has answered: whatever happens to the body, the outcome is proven.
     const { bytes, truncated } = await readBounded(response.body, this.maxResponseBytes);
-    const redactions = secretVariants(secret);
+    const redactions = [...secretVariants(secret), ...(body instanceof Uint8Array ? sealedVariants(body) : [])];
+    const sealed = request.sealedBody !== undefined;
+    if (body instanceof Uint8Array) body.fill(0);
     const text = new TextDecoder("utf-8", { fatal: false }).decode(bytes, { stream: truncated });
-    let body: JsonValue;
+    let resultBody: JsonValue;
     if (response.status >= 400) {
-      // Raw upstream error bodies are never stored (spec §7): only their documented message, sanitized.
-      body = sanitizeProviderError(text, { secrets: [secret] });
+      // Raw upstream error bodies are never stored (spec §7): only their documented message, sanitized. A sealed
+      // request keeps none at all: the upstream may quote what it was sent (spec §6).
+      resultBody = sealed ? null : sanitizeProviderError(text, { secrets: [secret] });
     } else {
-      body = parsedJson(response.headers.get("content-type"), text, truncated, redactions) ?? redactText(text, redactions, secret, truncated);
+      resultBody = parsedJson(response.headers.get("content-type"), text, truncated, redactions) ?? redactText(text, redactions, secret, truncated);
     }
     return {
       state: "succeeded",
-      result: { status: response.status, headers: resultHeaders(response.headers, request.url, redactions), body, truncated },
+      result: { status: response.status, headers: resultHeaders(response.headers, request.url, redactions), body: resultBody, truncated },
     };
+  }
+
+  /** The plaintext of a sealed body, or why it cannot be had: a refusal proven before anything was sent. */
+  private async openSealedBody(clientId: string, id: string): Promise<{ state: "opened"; body: Uint8Array } | ExecutionOutcome> {
+    try {
+      return { state: "opened", body: await this.sealedBodies!.consume(clientId, id) };
+    } catch (error) {
+      if (error instanceof AxonError && error.reason.startsWith("SEALED_PAYLOAD_")) {
+        return failed(error.reason.toLowerCase(), SEALED_REFUSALS[error.reason] ?? "the sealed body cannot be used");
+      }
+      // The store failed: nothing was sent, and nothing of the error (which may quote a query) travels on.
+      return failed("sealed_payload_unavailable", "the sealed body could not be read");
+    }
   }
 
   /** An HTTP request cut by a crash cannot be proven either way: the lifecycle records upstream_result_unknown. */
@@ -173,10 +209,28 @@ interface PlannedRequest {
   url: URL;
   headers: [string, string][];
   body: string | undefined;
+  /** The reference of a sealed payload to send as the body, opened only at execution. */
+  sealedBody: string | undefined;
 }
 
+/** What the operation's error says of each refusal: the reference and its state, never the content. */
+const SEALED_REFUSALS: Record<string, string> = {
+  SEALED_PAYLOAD_NOT_FOUND: "the sealed body reference does not name a sealed payload of this client",
+  SEALED_PAYLOAD_CONSUMED: "the sealed body was already used by another operation",
+  SEALED_PAYLOAD_EXPIRED: "the sealed body has expired",
+  SEALED_PAYLOAD_UNREADABLE: "the sealed body could not be opened",
+};
+const SEALED_REFERENCE = /^sealed_[A-Za-z0-9_-]{24}$/;
+/** Shorter plaintexts are not looked for in the answer: they would redact unrelated text. */
+const MIN_REDACTED_SEALED_LENGTH = 8;
+
 /** The one reading of target and arguments: validation, and the request that execution sends. */
-function planRequest(credentials: Credentials, target: JsonObject, args: JsonObject): { violations: FieldViolation[]; request?: PlannedRequest } {
+function planRequest(
+  credentials: Credentials,
+  target: JsonObject,
+  args: JsonObject,
+  sealedBodiesSupported: boolean,
+): { violations: FieldViolation[]; request?: PlannedRequest } {
   const violations: FieldViolation[] = [];
   const violate = (field: string, description: string) => violations.push({ field, description });
   for (const key of Object.keys(target)) if (key !== "credential" && key !== "path") violate(`target.${fieldKey(key)}`, "unknown field");
@@ -248,9 +302,13 @@ function planRequest(credentials: Credentials, target: JsonObject, args: JsonObj
 
   const body = args["body"];
   let encodedBody: string | undefined;
-  if (args["body_sealed"] !== undefined) {
-    violate("arguments.body_sealed", "sealed request bodies are not supported yet");
+  const sealedBody = args["body_sealed"];
+  if (sealedBody !== undefined) {
+    if (!sealedBodiesSupported) violate("arguments.body_sealed", "sealed request bodies are not supported on this server");
+    else if (typeof sealedBody !== "string" || !SEALED_REFERENCE.test(sealedBody)) violate("arguments.body_sealed", "must be a sealed payload reference (sealed_...)");
     if (body !== undefined) violate("arguments.body", "give body or body_sealed, not both");
+    if (method === "GET" || method === "HEAD") violate("arguments.body_sealed", `a ${method} request carries no body`);
+    if (!headers.some(([header]) => header === "content-type")) headers.push(["content-type", "application/octet-stream"]);
   }
   if (body !== undefined) {
     if (method === "GET" || method === "HEAD") violate("arguments.body", `a ${method} request carries no body`);
@@ -261,7 +319,10 @@ function planRequest(credentials: Credentials, target: JsonObject, args: JsonObj
   }
 
   if (violations.length > 0 || credential === undefined || url === undefined || !isHttpMethod(method)) return { violations };
-  return { violations, request: { credential, method, url, headers, body: encodedBody } };
+  return {
+    violations,
+    request: { credential, method, url, headers, body: encodedBody, sealedBody: typeof sealedBody === "string" ? sealedBody : undefined },
+  };
 }
 
 const ARGUMENT_FIELDS = new Set(["method", "query", "headers", "body", "body_sealed"]);
@@ -459,6 +520,14 @@ function reducedLocation(location: string, requestUrl: URL): string | undefined 
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+
+/** The spellings of a sealed body an upstream could echo back: as text, and as a JSON string. */
+function sealedVariants(plaintext: Uint8Array): string[] {
+  const text = new TextDecoder("utf-8", { fatal: false }).decode(plaintext);
+  if (text.length < MIN_REDACTED_SEALED_LENGTH) return [];
+  const escaped = JSON.stringify(text).slice(1, -1);
+  return escaped === text ? [text] : [text, escaped];
+}
 
 function byteLength(text: string): number {
   return Buffer.byteLength(text, "utf8");

@@ -305,7 +305,7 @@ describe("http.request", () => {
         "arguments.query.d",
       ]);
       expect(provider.validate({ credential: "example", path: "/x" }, { method: "POST", body_sealed: "sealed_abc" })).toEqual([
-        { field: "arguments.body_sealed", description: "sealed request bodies are not supported yet" },
+        { field: "arguments.body_sealed", description: "sealed request bodies are not supported on this server" },
       ]);
       expect(provider.validate({ credential: "example", path: "/x" }, { method: "GET", query: { q: "x".repeat(9000) } })[0]?.field).toBe("arguments.query");
     });
