@@ -25,6 +25,11 @@ import { startTestServer, type TestServer } from "../support/server.js";
 
 type Json = Record<string, any>;
 
+const bearerOf = (token: string): Interceptor => (next) => (request) => {
+  request.header.set("authorization", `Bearer ${token}`);
+  return next(request);
+};
+
 let llm: ScriptedLlm;
 let upstream: Awaited<ReturnType<typeof startUpstream>>;
 beforeAll(async () => {
@@ -172,7 +177,7 @@ describe.each(["sqlite", "postgresql"] as const)("operations lifecycle on %s", (
         { id: "c", effect: "allow", operations: ["agent.chat"] },
       ],
     };
-    const { api } = await serve(roomyAdmission, policy);
+    const { api, server } = await serve(roomyAdmission, policy);
     const ask = {
       client_request_id: `grant-${provider}`,
       operation: "http.request",
@@ -201,6 +206,12 @@ describe.each(["sqlite", "postgresql"] as const)("operations lifecycle on %s", (
     expect(active.body.used_count ?? 0).toBe(0); // canonical protobuf JSON omits zero counters
     const used = await api.post(alice, httpOp(`grant-use-${provider}`, "/g"));
     expect(used.body).toMatchObject({ state: "approved", approval_id: created.body.id });
+    // The same grants over gRPC.
+    const grpc = createClient(AgentOperationsService, createGrpcTransport({ baseUrl: server.url, interceptors: [bearerOf(alice)] }));
+    expect((await grpc.getGrant({ id: created.body.id })).grant).toMatchObject({ status: "active", usedCount: 1, clientRequestId: ask.client_request_id });
+    expect((await grpc.listGrants({})).grants.map((grant) => grant.id)).toContain(created.body.id);
+    const viaGrpc = await grpc.createGrant({ clientRequestId: `grpc-grant-${provider}`, operation: "http.request", target: { credential: "upstream", path: "/h" }, reason: "over gRPC" });
+    expect(viaGrpc.grant?.status).toBe("pending");
   });
 
   it("restart keeps every operation with its state and revision", async () => {
@@ -216,12 +227,8 @@ describe.each(["sqlite", "postgresql"] as const)("operations lifecycle on %s", (
 
   it("gRPC: submit, approve and watch to terminal, with errors as google.rpc.Status", async () => {
     const { server } = await serve();
-    const bearer = (token: string): Interceptor => (next) => (request) => {
-      request.header.set("authorization", `Bearer ${token}`);
-      return next(request);
-    };
-    const agent = createClient(AgentOperationsService, createGrpcTransport({ baseUrl: server.url, interceptors: [bearer(alice)] }));
-    const operators = createClient(OperatorService, createGrpcTransport({ baseUrl: server.url, interceptors: [bearer(operator)] }));
+    const agent = createClient(AgentOperationsService, createGrpcTransport({ baseUrl: server.url, interceptors: [bearerOf(alice)] }));
+    const operators = createClient(OperatorService, createGrpcTransport({ baseUrl: server.url, interceptors: [bearerOf(operator)] }));
     const { operation } = await agent.submitOperation({
       idempotencyKey: `grpc-${provider}`,
       operation: "http.request",
