@@ -1,0 +1,223 @@
+/**
+ * The `axon` command. bin/axon.mjs loads this file through tsx (there is no build step); everything else is here.
+ * Commands that call a server report a failure as one line on stderr, `axon: <message> (<REASON>, <CODE>)`, and exit
+ * with the status EXIT_STATUS_HELP documents.
+ */
+import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
+import { CHAT_PROTOCOLS } from "./chat-protocols.js";
+import { parseJsonObject, parsePositiveInteger, type CliContext } from "./context.js";
+import { EXIT_STATUS_HELP, ExitStatus, failureLine, toCliFailure } from "./failure.js";
+
+// Each command loads its module when it runs: a CLI invocation pays only for what it uses.
+const networkCommands = () => import("./network-commands.js");
+const chatCommand = () => import("./chat-command.js");
+const operationCommands = () => import("./operation-commands.js");
+const operatorCommands = () => import("./operator-commands.js");
+const clientsCommand = () => import("./clients-command.js");
+const processCommands = () => import("./process-commands.js");
+
+/** Commands that keep serving after their action returns: the process must not exit under them. */
+const LONG_RUNNING = new Set(["serve", "mcp"]);
+
+export function buildProgram(): Command {
+  const program = new Command("axon")
+    .description("Serve and use Axon: agent networks (neuro-san API) and Agent Operations V1.")
+    .addOption(new Option("--url <url>", "the server").env("AXON_URL").default("http://localhost:8080"))
+    .addOption(new Option("--json", "machine output: exactly one JSON document on stdout"))
+    .addOption(new Option("--token <secret>", "client secret (operations, grants, mcp)").env("AXON_TOKEN"))
+    .addOption(new Option("--operator-token <secret>", "operator secret (operator commands)").env("AXON_OPERATOR_TOKEN"))
+    .showHelpAfterError("(run axon --help for usage)")
+    .addHelpText("after", `\n${EXIT_STATUS_HELP}`)
+    .exitOverride()
+    .configureOutput({ outputError: (message, write) => write(`axon: ${message.replace(/^error: /, "")}`) });
+
+  const context = (command: Command): CliContext => {
+    const options = command.optsWithGlobals<{ url: string; json?: boolean; token?: string; operatorToken?: string }>();
+    return { url: options.url, json: options.json === true, token: options.token, operatorToken: options.operatorToken };
+  };
+  // commander reports an InvalidArgumentError as a usage error naming the option.
+  const parsedBy =
+    <T>(parse: (value: string, option: string) => T, option: string) =>
+    (value: string): T => {
+      try {
+        return parse(value, option);
+      } catch (error) {
+        throw new InvalidArgumentError((error as Error).message);
+      }
+    };
+  const integer = (option: string) => parsedBy(parsePositiveInteger, option);
+  const jsonOption = (flags: string, description: string) => new Option(flags, description).argParser(parsedBy(parseJsonObject, flags.split(" ")[0] ?? flags));
+
+  program
+    .command("serve")
+    .description("run the server (configured by the environment: AGENT_HTTP_PORT, AXON_DATA_DIR, LLM keys, ...)")
+    .action(async () => (await processCommands()).runEntryPoint("src/main.ts", []));
+  program
+    .command("mcp")
+    .description("an MCP server on stdio for the client whose secret is --token (or AXON_MCP_TOKEN)")
+    .action(async (_options, command: Command) => {
+      const { token } = context(command);
+      return (await processCommands()).runEntryPoint("src/mcp/stdio.ts", token ? ["--token", token] : []);
+    });
+  program
+    .command("test")
+    .description("run data-driven network tests (.hocon files or folders of them) against --url")
+    .argument("<files...>", "test case files or folders")
+    .option("--timeout <seconds>", "per interaction, unless the case sets timeout_in_seconds")
+    .option("--judge <model>", "the LLM that judges gist tests")
+    .action(async (files: string[], options: { timeout?: string; judge?: string }, command: Command) => {
+      const { url, json: asJson } = context(command);
+      const { runNetworkTestsCommand } = await import("../network-tests/cli.js");
+      const argv = ["--url", url, ...(asJson ? ["--json"] : []), ...(options.timeout ? ["--timeout", options.timeout] : []), ...(options.judge ? ["--judge", options.judge] : []), ...files];
+      process.exitCode = await runNetworkTestsCommand(argv);
+    });
+
+  program.command("list").description("the public networks").action(async (_options, command: Command) => (await networkCommands()).listNetworks(context(command)));
+  program
+    .command("function")
+    .description("a network's function: what its front man takes")
+    .argument("<network>")
+    .action(async (network: string, _options, command: Command) => (await networkCommands()).showFunction(context(command), network));
+  program
+    .command("connectivity")
+    .description("a network's agents and tools, as a tree")
+    .argument("<network>")
+    .action(async (network: string, _options, command: Command) => (await networkCommands()).showConnectivity(context(command), network));
+
+  program
+    .command("chat")
+    .description("chat with a network; interactive unless -m is given (Ctrl-D ends)")
+    .argument("<network>")
+    .option("-m, --message <text>", "one turn; repeat for several turns in order", (value: string, previous: string[]) => [...previous, value], [] as string[])
+    .addOption(new Option("--protocol <protocol>", "how to call StreamingChat").choices(CHAT_PROTOCOLS).default("http"))
+    .addOption(jsonOption("--sly-data <json>", "sly_data for the first turn (a JSON object)"))
+    .option("--maximal", "show the network thinking: every message as it streams, with its origin")
+    .action(async (network: string, options: { message: string[]; protocol: string; slyData?: Record<string, unknown>; maximal?: boolean }, command: Command) =>
+      (await chatCommand()).chat(context(command), network, {
+        protocol: options.protocol,
+        maximal: options.maximal === true,
+        messages: options.message,
+        ...(options.slyData ? { slyData: options.slyData } : {}),
+      }),
+    );
+
+  const op = program.command("op").description("agent operations (needs --token)");
+  op.command("submit")
+    .description("submit an operation; returns at once")
+    .requiredOption("--operation <type>", "e.g. agent.chat or http.request")
+    .addOption(jsonOption("--target <json>", "the target (a JSON object)").makeOptionMandatory())
+    .addOption(jsonOption("--arguments <json>", "the arguments (a JSON object)").default({}, "{}"))
+    .requiredOption("--reason <text>", "why, for the operator and the audit")
+    .option("--key <key>", "idempotency key (generated when absent)")
+    .action(async (options: { operation: string; target: Record<string, unknown>; arguments: Record<string, unknown>; reason: string; key?: string }, command: Command) =>
+      (await operationCommands()).submitOperation(context(command), options),
+    );
+  op.command("get").argument("<id>").description("an operation").action(async (id: string, _options, command: Command) => (await operationCommands()).getOperation(context(command), id));
+  op.command("wait")
+    .argument("<id>")
+    .description("wait until the operation is terminal; exit status 0 only if it succeeded")
+    .option("--timeout <seconds>", "give up after this many seconds (exit status 1)", integer("--timeout"))
+    .action(async (id: string, options: { timeout?: number }, command: Command) => (await operationCommands()).waitForOperation(context(command), id, options.timeout));
+  op.command("list")
+    .description("your operations, newest first")
+    .option("--state <state>", "only in this state")
+    .option("--limit <n>", "at most n (1-50)", integer("--limit"))
+    .option("--key <key>", "only with this idempotency key")
+    .action(async (options: { state?: string; limit?: number; key?: string }, command: Command) => (await operationCommands()).listOperations(context(command), options));
+  op.command("cancel").argument("<id>").description("cancel a pending or approved operation").action(async (id: string, _options, command: Command) => (await operationCommands()).cancelOperation(context(command), id));
+
+  const grant = program.command("grant").description("grants ahead of use (needs --token)");
+  grant
+    .command("request")
+    .description("ask for a grant")
+    .requiredOption("--operation <type>", "the operation type")
+    .addOption(jsonOption("--target <json>", "the target (a JSON object)").makeOptionMandatory())
+    .requiredOption("--reason <text>", "why")
+    .option("--minutes <n>", "a window of n minutes", integer("--minutes"))
+    .option("--max-uses <n>", "at most n uses", integer("--max-uses"))
+    .option("--id <client_request_id>", "idempotency id (generated when absent)")
+    .action(async (options: { operation: string; target: Record<string, unknown>; reason: string; minutes?: number; maxUses?: number; id?: string }, command: Command) =>
+      (await operationCommands()).requestGrant(context(command), options),
+    );
+  grant.command("get").argument("<id>").description("a grant").action(async (id: string, _options, command: Command) => (await operationCommands()).getGrant(context(command), id));
+  grant.command("list").description("your grants").action(async (_options, command: Command) => (await operationCommands()).listGrants(context(command)));
+
+  const operator = program.command("operator").description("approvals (needs --operator-token)");
+  operator
+    .command("list")
+    .description("requests awaiting or holding a decision")
+    .addOption(new Option("--status <status>", "which requests").choices(["pending", "active", "history", "all"]).default("pending"))
+    .action(async (options: { status: string }, command: Command) => (await operatorCommands()).listRequests(context(command), options.status));
+  operator
+    .command("approve")
+    .argument("<id>")
+    .description("approve a pending request (terms may only narrow it)")
+    .option("--minutes <n>", "a window of n minutes", integer("--minutes"))
+    .option("--max-uses <n>", "at most n uses", integer("--max-uses"))
+    .option("--reason <text>", "why, for the audit")
+    .action(async (id: string, options: { minutes?: number; maxUses?: number; reason?: string }, command: Command) => (await operatorCommands()).decide(context(command), "approve", id, options));
+  operator
+    .command("deny")
+    .argument("<id>")
+    .description("deny a pending request")
+    .option("--reason <text>", "why, for the audit")
+    .action(async (id: string, options: { reason?: string }, command: Command) => (await operatorCommands()).decide(context(command), "deny", id, options));
+  operator
+    .command("revoke")
+    .argument("<id>")
+    .description("revoke an active grant")
+    .option("--reason <text>", "why, for the audit")
+    .action(async (id: string, options: { reason?: string }, command: Command) => (await operatorCommands()).decide(context(command), "revoke", id, options));
+  operator
+    .command("watch")
+    .description("the operator feed, one line per event (Ctrl-C ends)")
+    .option("--after <seq>", "start after this event instead of with the next one (0: from the beginning)", (value: string) => {
+      if (!/^\d+$/.test(value)) throw new InvalidArgumentError("--after needs an event sequence number");
+      return Number(value);
+    })
+    .action(async (options: { after?: number }, command: Command) => (await operatorCommands()).watchEvents(context(command), options.after));
+
+  const clients = program.command("clients").description("the clients file the server reads at start");
+  clients
+    .command("add")
+    .argument("<name>")
+    .description("add a client with a new secret, shown once")
+    .option("--file <path>", "the clients file (default: AXON_CLIENTS_FILE, else $AXON_DATA_DIR/clients, else ./data/clients)")
+    .action(async (name: string, options: { file?: string }, command: Command) => (await clientsCommand()).addClient(context(command), name, options.file ?? (await clientsCommand()).defaultClientsFile()));
+
+  return program;
+}
+
+/**
+ * Runs the command line: the exit status, and whether the command keeps serving (serve, mcp) so that the process
+ * must stay up after this returns.
+ */
+export async function runCli(argv: string[]): Promise<{ status: number; serving: boolean }> {
+  const program = buildProgram();
+  let url = "http://localhost:8080";
+  let serving = false;
+  try {
+    program.hook("preAction", (_program, action) => {
+      url = action.optsWithGlobals<{ url: string }>().url;
+      serving = action.parent === program && LONG_RUNNING.has(action.name());
+    });
+    await program.parseAsync(argv, { from: "user" });
+    return { status: typeof process.exitCode === "number" ? process.exitCode : ExitStatus.ok, serving };
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and version are not errors; everything else commander raises is a usage error it already printed.
+      return { status: error.exitCode === 0 ? ExitStatus.ok : ExitStatus.usage, serving: false };
+    }
+    const failure = toCliFailure(error, url);
+    process.stderr.write(failureLine(failure));
+    return { status: failure.exitStatus, serving: false };
+  }
+}
+
+const { status, serving } = await runCli(process.argv.slice(2));
+if (serving) {
+  process.exitCode = status;
+} else {
+  // Idle keep-alive connections (HTTP/2 sessions of the RPC transports) must not hold the process open.
+  process.stdout.write("", () => process.exit(status));
+}
