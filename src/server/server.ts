@@ -21,6 +21,7 @@ import { createMcpHandler } from "../mcp/http-transport.js";
 import { authenticate } from "./authenticate.js";
 import { serveOperatorEvents } from "./operator-events.js";
 import { createTransferRoutes } from "./transfer-routes.js";
+import { serveWebConsole } from "./web-console.js";
 import { routes, type Services } from "./routes.js";
 import { httpStatusOf, statusJson, toConnectError } from "./status.js";
 import { notFound } from "../errors.js";
@@ -71,6 +72,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
     maxRequestBytes: config.maxRequestBytes,
   });
   const rest = createRestTranscoder({ handlers: router.handlers, services: restServices, maxRequestBytes: config.maxRequestBytes });
+  const webConsole = serveWebConsole();
   const transferRoutes = createTransferRoutes({ transfers: options.operations.transfers, clients: options.operations.principals.clients, logger });
   let openApi: string | undefined;
 
@@ -113,6 +115,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
       const response = await rpc(universalRequestFromNodeRequest(req, res, undefined, values));
       return universalResponseToNodeResponse(response, res);
     }
+    if (await webConsole.handle(req, res)) return;
     if (await rest.handle(req, res, values)) return;
     sendError(res, toConnectError(notFound("ROUTE_NOT_FOUND", "no route for this path", { path })));
   }
