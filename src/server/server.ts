@@ -8,23 +8,23 @@ import {
 } from "@connectrpc/connect-node";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import type { Config } from "../config.js";
+import { notFound } from "../errors.js";
 import type { Logger } from "../logger.js";
+import { createMcpHandler } from "../mcp/http-transport.js";
+import { authenticate } from "./authenticate.js";
 import { pathAgentNameKey, protocolKey, type Protocol } from "./context.js";
 import { restServices } from "./descriptors.js";
 import type { HealthState } from "./health.js";
 import { observeCalls } from "./interceptors.js";
 import { listen, type HttpRequest, type HttpResponse, type Listener } from "./listener.js";
 import { Metrics } from "./metrics.js";
+import { serveOperatorEvents } from "./operator-events.js";
 import { buildOpenApi } from "./rest/openapi.js";
 import { createRestTranscoder } from "./rest/transcoder.js";
-import { createMcpHandler } from "../mcp/http-transport.js";
-import { authenticate } from "./authenticate.js";
-import { serveOperatorEvents } from "./operator-events.js";
-import { createTransferRoutes } from "./transfer-routes.js";
-import { serveWebConsole } from "./web-console.js";
 import { routes, type Services } from "./routes.js";
 import { httpStatusOf, statusJson, toConnectError } from "./status.js";
-import { notFound } from "../errors.js";
+import { createTransferRoutes } from "./transfer-routes.js";
+import { serveWebConsole } from "./web-console.js";
 
 export interface AxonServerOptions extends Services {
   config: Config;
