@@ -7,7 +7,7 @@ import type { Provider } from "../src/store/database.js";
 import { KeepAliveHttpClient } from "./clients.js";
 import { percentile, runLoad, type Call, type LoadResult } from "./load.js";
 import { backendCpuBetween, backendCpuMicros, createPostgresDatabase } from "./postgres.js";
-import { countRows, openRawSubmitStore, readSubmitRows, type RawSubmitStore, type RowCounts } from "./raw-submit-store.js";
+import { countRows, openRawSubmitStore, readSubmitRows, type RowCounts } from "./raw-submit-store.js";
 import type { AxonReady } from "./serve-axon.js";
 import { startServerProcess, type ServerProcess } from "./server-process.js";
 

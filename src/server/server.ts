@@ -1,5 +1,5 @@
 import { setMaxListeners } from "node:events";
-import { Code, ConnectError, createConnectRouter, createContextValues, type ContextValues } from "@connectrpc/connect";
+import { Code, ConnectError, createConnectRouter, createContextValues } from "@connectrpc/connect";
 import {
   compressionBrotli,
   compressionGzip,
@@ -14,7 +14,6 @@ import { createMcpHandler } from "../mcp/http-transport.js";
 import { authenticate } from "./authenticate.js";
 import { pathAgentNameKey, protocolKey, type Protocol } from "./context.js";
 import { restServices } from "./descriptors.js";
-import type { HealthState } from "./health.js";
 import { observeCalls } from "./interceptors.js";
 import { listen, type HttpRequest, type HttpResponse, type Listener } from "./listener.js";
 import { Metrics } from "./metrics.js";

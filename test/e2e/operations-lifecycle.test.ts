@@ -21,7 +21,7 @@ import {
 } from "../support/operations.js";
 import { createPostgresDatabase, type TestDatabase } from "../support/postgres-database.js";
 import { ScriptedLlm } from "../support/scripted-llm/scripted-llm.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import { startTestServer } from "../support/server.js";
 
 type Json = Record<string, any>;
 
