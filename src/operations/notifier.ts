@@ -2,18 +2,29 @@ import { EventEmitter, setMaxListeners } from "node:events";
 
 /**
  * Wakes waiters when an operation changes, so long polls and watches answer on the change rather than on a
- * polling interval. In-process; replicas sharing PostgreSQL add their own wake-ups on top of this.
+ * polling interval. Changes made here wake local waiters at once; with `publishTo`, they are also announced to
+ * other replicas, whose announcements arrive through `receivedFromReplica`.
  */
 export class Notifier {
   private readonly emitter = new EventEmitter();
+  private publish: ((operationId: string) => void) | undefined;
 
   constructor() {
     this.emitter.setMaxListeners(0);
   }
 
+  /** Announces every local change to the other replicas too. */
+  publishTo(publish: (operationId: string) => void): void {
+    this.publish = publish;
+  }
+
   changed(operationId: string): void {
-    this.emitter.emit(operationId);
-    this.emitter.emit("*", operationId);
+    this.wake(operationId);
+    this.publish?.(operationId);
+  }
+
+  receivedFromReplica(operationId: string): void {
+    this.wake(operationId);
   }
 
   /** Resolves when `operationId` (or with "*", any operation) changes, the time is up, or `signal` aborts. */
@@ -32,5 +43,10 @@ export class Notifier {
         signal.addEventListener("abort", done, { once: true });
       }
     });
+  }
+
+  private wake(operationId: string): void {
+    this.emitter.emit(operationId);
+    this.emitter.emit("*", operationId);
   }
 }

@@ -4,6 +4,7 @@ import type { ChatRunner } from "../agents/chat-runner.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import { openDatabase, type Database } from "../store/database.js";
+import { listenToReplicas } from "../store/replica-notifications.js";
 import { loadAdmissionLimits } from "./admission.js";
 import { OperationsBroker, type Clock } from "./broker.js";
 import { Notifier } from "./notifier.js";
@@ -55,6 +56,12 @@ export async function startOperations(
 
   const store = operationsStore(database.prisma, database.provider);
   const notifier = new Notifier();
+  // Replicas sharing PostgreSQL wake each other's waits, watches and workers.
+  const replicas =
+    database.provider === "postgresql"
+      ? await listenToReplicas(config.databaseUrl, (id) => notifier.receivedFromReplica(id), logger)
+      : undefined;
+  if (replicas) notifier.publishTo((id) => replicas.publish(id));
   const broker = new OperationsBroker({ store, policy, admission, providers, notifier, logger, clock });
   const worker = new ExecutionWorker({ store, providers, notifier, logger, clock });
   await worker.start();
@@ -75,6 +82,7 @@ export async function startOperations(
     async close() {
       clearInterval(sweeper);
       await worker.stop();
+      await replicas?.close();
       transfers.close();
       await database.close();
     },
