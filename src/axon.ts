@@ -19,6 +19,18 @@ export interface Axon {
   close(): Promise<void>;
 }
 
+/** The agent runtime as the server runs it; `axon mcp` runs the same one without a server. */
+export function createAgentRuntime(config: Config, registry: AgentRegistry, env: NodeJS.ProcessEnv, logger: Logger): AgentRuntime {
+  return new AgentRuntime({
+    registry,
+    createLlm: (llmConfig) => createLlmClient(llmConfig, env, { logger }),
+    codedTools: new CodedToolLoader(config.toolPath),
+    logger,
+    maxConcurrentChats: config.maxConcurrentRequests,
+    heartbeatSeconds: config.heartbeatSeconds,
+  });
+}
+
 /** The composition root: registry, agent runtime and server, assembled the one way `npm start` runs them. */
 export async function startAxon(
   config: Config,
@@ -28,16 +40,7 @@ export async function startAxon(
   const env = options.env ?? process.env;
   const registry = await AgentRegistry.load({ manifestFile: config.manifestFile, projectRoot: config.projectRoot, logger });
   if (config.manifestUpdatePeriodSeconds > 0) registry.watch(config.manifestUpdatePeriodSeconds);
-  const chats =
-    options.chats ??
-    new AgentRuntime({
-      registry,
-      createLlm: (llmConfig) => createLlmClient(llmConfig, env, { logger }),
-      codedTools: new CodedToolLoader(config.toolPath),
-      logger,
-      maxConcurrentChats: config.maxConcurrentRequests,
-      heartbeatSeconds: config.heartbeatSeconds,
-    });
+  const chats = options.chats ?? createAgentRuntime(config, registry, env, logger);
   const operations = await startOperations(config, logger, { registry, chats, env });
   const health = new HealthState();
   const server = await startServer({

@@ -10,11 +10,9 @@
  */
 import { parseArgs } from "node:util";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { CodedToolLoader } from "../agents/coded-tools.js";
 import { AgentRegistry } from "../agents/registry.js";
-import { AgentRuntime } from "../agents/runtime.js";
+import { createAgentRuntime } from "../axon.js";
 import { loadConfig } from "../config.js";
-import { createLlmClient } from "../llm/providers.js";
 import { createLogger } from "../logger.js";
 import { startOperations } from "../operations/operations.js";
 import { createMcpServer } from "./mcp-server.js";
@@ -29,14 +27,7 @@ const env = process.env;
 
 // The agent side of startAxon without its listeners: a CLI process must not take a port.
 const registry = await AgentRegistry.load({ manifestFile: config.manifestFile, projectRoot: config.projectRoot, logger });
-const chats = new AgentRuntime({
-  registry,
-  createLlm: (llmConfig) => createLlmClient(llmConfig, env, { logger }),
-  codedTools: new CodedToolLoader(config.toolPath),
-  logger,
-  maxConcurrentChats: config.maxConcurrentRequests,
-  heartbeatSeconds: 0,
-});
+const chats = createAgentRuntime(config, registry, env, logger);
 const operations = await startOperations(config, logger, { registry, chats, env });
 
 const client = operations.principals.clients.authenticate(token);
