@@ -6,7 +6,8 @@ import { authenticated } from "./authenticate.js";
 import { typeRegistry } from "./descriptors.js";
 import { eventMessage } from "./operation-messages.js";
 import type { HttpRequest, HttpResponse } from "./listener.js";
-import { httpStatusOf, statusJson, toConnectError } from "./status.js";
+import { writeStatusError } from "./rest/http-response.js";
+import { toConnectError } from "./status.js";
 
 /**
  * GET /api/operator/v1/events: the operator feed as Server-Sent Events, each with its `seq` as the SSE id, so
@@ -17,9 +18,7 @@ export async function serveOperatorEvents(req: HttpRequest, res: HttpResponse, b
     authenticated(operators, req.headers.authorization ?? null);
   } catch (error) {
     const status = toConnectError(error);
-    res.writeHead(httpStatusOf(status.code), { "content-type": "application/json", "www-authenticate": "Bearer" });
-    res.end(JSON.stringify(statusJson(status)));
-    return;
+    return writeStatusError(res, status, { headers: status.metadata });
   }
   const header = req.headers["last-event-id"];
   const lastEventId = header === undefined ? undefined : Number(header);

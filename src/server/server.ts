@@ -21,7 +21,8 @@ import { serveOperatorEvents } from "./operator-events.js";
 import { buildOpenApi } from "./rest/openapi.js";
 import { createRestTranscoder } from "./rest/transcoder.js";
 import { routes, type Services } from "./routes.js";
-import { httpStatusOf, statusJson, toConnectError } from "./status.js";
+import { writeJson, writeStatusError } from "./rest/http-response.js";
+import { toConnectError } from "./status.js";
 import { createTransferRoutes } from "./transfer-routes.js";
 import { serveWebConsole } from "./web-console.js";
 
@@ -76,9 +77,9 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
   let openApi: string | undefined;
 
   const plainRoutes: Record<string, (res: HttpResponse, req: HttpRequest) => void | Promise<void>> = {
-    "/healthz": (res) => sendJson(res, 200, { status: "ok" }),
-    "/livez": (res) => sendJson(res, 200, { status: "ok" }),
-    "/readyz": (res) => sendJson(res, health.ready ? 200 : 503, { status: health.ready ? "ready" : "not ready" }),
+    "/healthz": (res) => writeJson(res, 200, { status: "ok" }),
+    "/livez": (res) => writeJson(res, 200, { status: "ok" }),
+    "/readyz": (res) => writeJson(res, health.ready ? 200 : 503, { status: health.ready ? "ready" : "not ready" }),
     "/metrics": async (res) => {
       const body = await metrics.registry.metrics();
       res.writeHead(200, { "content-type": metrics.registry.contentType });
@@ -116,7 +117,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
     }
     if (await webConsole.handle(req, res)) return;
     if (await rest.handle(req, res, values)) return;
-    sendError(res, toConnectError(notFound("ROUTE_NOT_FOUND", "no route for this path", { path })));
+    writeStatusError(res, toConnectError(notFound("ROUTE_NOT_FOUND", "no route for this path", { path })));
   }
 
   const handler = (req: HttpRequest, res: HttpResponse): void => {
@@ -124,7 +125,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
       // Handlers answer every failure themselves; what gets here is a broken connection or a bug.
       logger.warn({ err: error, path: req.url }, "response failed");
       if (res.headersSent) res.destroy();
-      else sendError(res, toConnectError(error));
+      else writeStatusError(res, toConnectError(error));
     });
   };
 
@@ -150,11 +151,3 @@ function protocolOf(contentType: string | undefined): Protocol {
   return "connect";
 }
 
-function sendJson(res: HttpResponse, status: number, body: unknown): void {
-  res.writeHead(status, { "content-type": "application/json" });
-  res.end(JSON.stringify(body));
-}
-
-function sendError(res: HttpResponse, error: ConnectError): void {
-  sendJson(res, httpStatusOf(error.code), statusJson(error));
-}

@@ -6,6 +6,7 @@ import { MAX_SEALED_BYTES, payloadTooLarge } from "../operations/transfers/seale
 import type { Transfers } from "../operations/transfers/transfers.js";
 import { authenticated } from "./authenticate.js";
 import type { HttpRequest, HttpResponse } from "./listener.js";
+import { writeJson } from "./rest/http-response.js";
 import { httpStatusOf, isExpected, statusJson, toConnectError } from "./status.js";
 
 const sealedPayloadsPath = "/api/agent/v1/sealed-payloads";
@@ -50,7 +51,7 @@ export function createTransferRoutes(options: { transfers: Transfers; clients: P
     const body = await readBounded(req, MAX_SEALED_BYTES);
     const { receipt, created } = await transfers.sealedPayloads.create(clientId, idempotencyKey, body);
     body.fill(0);
-    sendJson(res, created ? 201 : 200, { id: receipt.id, size: receipt.size, digest: receipt.digest, expires_at: receipt.expiresAt.toISOString() });
+    writeJson(res, created ? 201 : 200, { id: receipt.id, size: receipt.size, digest: receipt.digest, expires_at: receipt.expiresAt.toISOString() });
   }
 
   async function uploadStream(req: HttpRequest, res: HttpResponse, clientId: string): Promise<void> {
@@ -59,7 +60,7 @@ export function createTransferRoutes(options: { transfers: Transfers; clients: P
       throw invalidArgument("LENGTH_REQUIRED", "a stream upload needs a Content-Length", [{ field: "Content-Length", description: "the size of the body in bytes" }]);
     }
     const receipt = await transfers.streams.upload(clientId, declared, bodyOf(req));
-    sendJson(res, 201, { id: receipt.id, transfer_id: receipt.transferId, size: receipt.size, sha256: receipt.sha256 });
+    writeJson(res, 201, { id: receipt.id, transfer_id: receipt.transferId, size: receipt.size, sha256: receipt.sha256 });
   }
 
   async function downloadStream(res: HttpResponse, clientId: string, id: string): Promise<void> {
@@ -199,7 +200,3 @@ function bodyOf(req: HttpRequest): AsyncIterable<Uint8Array> {
   };
 }
 
-function sendJson(res: HttpResponse, status: number, body: unknown): void {
-  res.writeHead(status, { "content-type": "application/json" });
-  res.end(JSON.stringify(body));
-}
