@@ -28,6 +28,8 @@ export interface Config {
   heartbeatSeconds: number;
   /** How long in-flight streams may run after SIGTERM before they are cancelled. */
   shutdownGraceSeconds: number;
+  /** How long a replica's claim on the operations it executes outlives its last heartbeat. */
+  replicaLeaseSeconds: number;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = process.cwd()): Config {
@@ -54,15 +56,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = p
     maxRequestBytes: integer(env, "AXON_MAX_REQUEST_BYTES", 4 * 1024 * 1024),
     shutdownGraceSeconds: integer(env, "AXON_SHUTDOWN_GRACE_SECONDS", 10),
     heartbeatSeconds: integer(env, "AGENT_HEARTBEAT_SECONDS", 0),
+    replicaLeaseSeconds: integer(env, "AXON_REPLICA_LEASE_SECONDS", 15, 1),
   };
 }
 
-function integer(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
   const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < 0) {
-    throw new Error(`${name} must be a non-negative integer, got ${JSON.stringify(raw)}`);
+  if (!Number.isInteger(value) || value < min) {
+    throw new Error(`${name} must be an integer of at least ${min}, got ${JSON.stringify(raw)}`);
   }
   return value;
 }

@@ -63,7 +63,7 @@ export async function startOperations(
       : undefined;
   if (replicas) notifier.publishTo((id) => replicas.publish(id));
   const broker = new OperationsBroker({ store, policy, admission, providers, notifier, logger, clock });
-  const worker = new ExecutionWorker({ store, providers, notifier, logger, clock });
+  const worker = new ExecutionWorker({ store, providers, notifier, logger, clock, leaseMs: config.replicaLeaseSeconds * 1000 });
   await worker.start();
   const sweeper = setInterval(() => void broker.sweep().catch((error: unknown) => logger.error({ err: error }, "sweep failed")), 10_000);
   sweeper.unref();

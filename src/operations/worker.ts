@@ -1,3 +1,4 @@
+import { setTimeout as delay } from "node:timers/promises";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Logger } from "../logger.js";
 import { newId, transition, type Clock } from "./broker.js";
@@ -16,31 +17,49 @@ export interface WorkerOptions {
   concurrency?: number;
   /** How often to look for approved operations besides the wake-ups (other replicas' approvals). */
   pollMs?: number;
+  /**
+   * How long this replica's claim on its operations outlives its last heartbeat. Operations claimed by a replica whose
+   * lease has lapsed are reconciled by another one; a live replica's are never touched.
+   */
+  leaseMs?: number;
 }
+
+const defaultLeaseMs = 15_000;
 
 /**
  * Executes approved operations exactly once: an operation is claimed by a compare-and-swap from approved to
  * executing (one winner, across replicas too), run by its provider, and its proven outcome recorded. An outcome
  * that cannot be proven is never retried: the operation fails with `upstream_result_unknown`.
+ *
+ * Each worker is a replica with a lease: a row it heartbeats every third of the lease. The operations a replica
+ * claimed stay its own while the lease holds; once it lapses (the process was killed, or cut off from the database
+ * for longer than the lease), any other replica reconciles them, and never runs them again.
  */
 export class ExecutionWorker {
-  readonly id = newId("worker");
+  readonly id = newId("replica");
   private readonly running = new Set<Promise<void>>();
   private readonly stopping = new AbortController();
-  private loop: Promise<void> | undefined;
+  private readonly leaseMs: number;
+  private loops: Promise<void>[] = [];
 
-  constructor(private readonly options: WorkerOptions) {}
+  constructor(private readonly options: WorkerOptions) {
+    this.leaseMs = options.leaseMs ?? defaultLeaseMs;
+  }
 
-  /** Reconciles what a previous process left executing, then starts claiming. */
+  /** Takes a lease, reconciles what lapsed replicas left executing, then starts claiming. */
   async start(): Promise<void> {
-    await this.reconcileInterrupted();
-    this.loop = this.run();
+    await this.heartbeat();
+    await this.reconcileLapsed();
+    this.options.logger.info({ replica: this.id, lease_seconds: this.leaseMs / 1000 }, "execution worker started");
+    this.loops = [this.run(), this.keepLease()];
   }
 
   async stop(): Promise<void> {
     this.stopping.abort();
-    await this.loop;
+    await Promise.all(this.loops);
     await Promise.allSettled(this.running);
+    // Gone for good: nothing of ours is executing any more, so nobody needs to wait for the lease to lapse.
+    await this.options.store.replica.deleteMany({ where: { id: this.id } }).catch(() => undefined);
   }
 
   private async run(): Promise<void> {
@@ -122,18 +141,52 @@ export class ExecutionWorker {
     return updated;
   }
 
-  /** Operations a stopped process left executing are reconciled by their provider, never run again. */
-  private async reconcileInterrupted(): Promise<void> {
-    const { store, providers, logger } = this.options;
-    const interrupted = await store.operation.findMany({ where: { state: "executing", NOT: { claimedBy: this.id } } });
-    for (const operation of interrupted) {
+  /** Heartbeats, and after each one reconciles what replicas whose lease lapsed left executing. */
+  private async keepLease(): Promise<void> {
+    const { logger } = this.options;
+    const { signal } = this.stopping;
+    for (;;) {
+      await delay(this.leaseMs / 3, undefined, { signal }).catch(() => undefined);
+      if (signal.aborted) return;
+      try {
+        await this.heartbeat();
+        await this.reconcileLapsed();
+      } catch (error) {
+        logger.warn({ err: error, replica: this.id, category: "storage" }, "could not renew the replica lease");
+      }
+    }
+  }
+
+  private async heartbeat(): Promise<void> {
+    const heartbeatAt = this.options.clock.now();
+    // An upsert: after an outage longer than the lease another replica may have removed the row.
+    await this.options.store.replica.upsert({ where: { id: this.id }, create: { id: this.id, heartbeatAt }, update: { heartbeatAt } });
+  }
+
+  /**
+   * Operations left executing by a replica that no longer holds a lease (or by none: claimed before leases existed)
+   * are taken over by a compare-and-swap, so exactly one replica reconciles each, by its provider, never running it again.
+   */
+  private async reconcileLapsed(): Promise<void> {
+    const { store, providers, logger, clock } = this.options;
+    const lapsedBefore = new Date(clock.now().getTime() - this.leaseMs);
+    const live = await store.replica.findMany({ where: { heartbeatAt: { gte: lapsedBefore } }, select: { id: true } });
+    const holders = [this.id, ...live.map((replica) => replica.id)];
+    const orphaned = await store.operation.findMany({
+      where: { state: "executing", OR: [{ claimedBy: null }, { claimedBy: { notIn: holders } }] },
+    });
+    for (const operation of orphaned) {
+      const now = clock.now();
+      const taken = await transition(store, operation, { claimedBy: this.id, claimedAt: now }, now);
+      if (!taken) continue; // another replica took it first, or it finished after all
       const known = await providers.get(operation.operation)?.reconcile(toExecute(operation)).catch(() => undefined);
-      logger.info({ operation_id: operation.id, reconciled: known?.state ?? "unknown" }, "reconciled an interrupted operation");
+      logger.info({ operation_id: operation.id, left_by: operation.claimedBy, reconciled: known?.state ?? "unknown" }, "reconciled an interrupted operation");
       await this.finish(
         operation.id,
-        known ?? { state: "failed", code: "upstream_result_unknown", message: "the server stopped during the execution; it was not retried" },
+        known ?? { state: "failed", code: "upstream_result_unknown", message: "the replica executing it stopped; it was not retried" },
       );
     }
+    await store.replica.deleteMany({ where: { heartbeatAt: { lt: lapsedBefore }, id: { not: this.id } } });
   }
 }
 

@@ -302,7 +302,8 @@ describe("a process killed during an execution", () => {
 
   it("is reconciled after restart, and the provider is not called twice", async () => {
     // Both processes share one data directory: the same SQLite database.
-    const env = { ...llm.env, ...writeFiles(upstream.url, roomyAdmission), AXON_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), "axon-killed-")) };
+    // A short lease: the killed process's claim lapses quickly, and only then may the new one reconcile.
+    const env = { ...llm.env, ...writeFiles(upstream.url, roomyAdmission), AXON_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), "axon-killed-")), AXON_REPLICA_LEASE_SECONDS: "1" };
     const first = await startAxonProcess(env);
     processes.push(first);
     const api = operationsApi(first.url);

@@ -1,0 +1,145 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { createLogger } from "../../src/logger.js";
+import { Notifier } from "../../src/operations/notifier.js";
+import type { ExecutionOutcome, OperationToExecute, Provider } from "../../src/operations/providers/provider.js";
+import { ProviderRegistry } from "../../src/operations/providers/registry.js";
+import { operationsStore, type StoreClient } from "../../src/operations/store.js";
+import { ExecutionWorker } from "../../src/operations/worker.js";
+import { defaultDatabaseUrl, openDatabase, type Database } from "../../src/store/database.js";
+import { createPostgresDatabase, type TestDatabase } from "../support/postgres-database.js";
+
+const leaseMs = 10_000;
+
+/** A provider that records what it is asked to execute and to reconcile, and can prove nothing after a crash. */
+class RecordingProvider implements Provider {
+  readonly operation = "test.op";
+  readonly executed: string[] = [];
+  readonly reconciled: string[] = [];
+  validate = () => [];
+  present = () => ({ title: "test", summary: "test" });
+  async execute(operation: OperationToExecute): Promise<ExecutionOutcome> {
+    this.executed.push(operation.id);
+    return { state: "succeeded", result: { ran: operation.id } };
+  }
+  async reconcile(operation: OperationToExecute): Promise<ExecutionOutcome | undefined> {
+    this.reconciled.push(operation.id);
+    return undefined;
+  }
+}
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function sqlite(): Promise<Database> {
+  const dir = await mkdtemp(path.join(tmpdir(), "axon-worker-"));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  return openDatabase(defaultDatabaseUrl(dir));
+}
+
+async function postgres(): Promise<Database> {
+  const database: TestDatabase = await createPostgresDatabase();
+  cleanups.push(() => database.drop());
+  return openDatabase(database.url);
+}
+
+function executing(id: string, claimedBy: string | null) {
+  return {
+    id,
+    clientId: "alice",
+    idempotencyKey: id,
+    requestHash: "00",
+    operation: "test.op",
+    target: {},
+    arguments: {},
+    reason: "test",
+    state: "executing",
+    revision: 3,
+    presentationTitle: "test",
+    presentationSummary: "test",
+    claimedBy,
+  };
+}
+
+describe.each([
+  ["SQLite", sqlite],
+  ["PostgreSQL", postgres],
+])("replica leases on %s", (_name, open) => {
+  async function startWorker(store: StoreClient, provider: RecordingProvider): Promise<ExecutionWorker> {
+    const worker = new ExecutionWorker({
+      store,
+      providers: new ProviderRegistry([provider]),
+      notifier: new Notifier(),
+      logger: createLogger("silent"),
+      clock: { now: () => new Date() },
+      leaseMs,
+    });
+    await worker.start();
+    cleanups.push(() => worker.stop());
+    return worker;
+  }
+
+  it("reconciles what a replica with a lapsed lease left executing, and leaves a live replica's operations alone", async () => {
+    const database = await open();
+    cleanups.push(() => database.close());
+    const store = operationsStore(database.prisma, database.provider);
+    const now = Date.now();
+    await store.replica.createMany({
+      data: [
+        { id: "replica_dead", heartbeatAt: new Date(now - 2 * leaseMs) },
+        { id: "replica_live", heartbeatAt: new Date(now) },
+      ],
+    });
+    await store.operation.createMany({
+      data: [executing("op_dead", "replica_dead"), executing("op_live", "replica_live"), executing("op_unclaimed", null), executing("op_gone", "replica_unknown")],
+    });
+
+    const provider = new RecordingProvider();
+    const worker = await startWorker(store, provider);
+
+    const states = Object.fromEntries((await store.operation.findMany()).map((row) => [row.id, row]));
+    for (const id of ["op_dead", "op_unclaimed", "op_gone"]) {
+      expect(states[id]).toMatchObject({ state: "failed", errorCode: "upstream_result_unknown", claimedBy: worker.id });
+    }
+    expect(states.op_live).toMatchObject({ state: "executing", claimedBy: "replica_live", revision: 3 });
+    expect(provider.reconciled.sort()).toEqual(["op_dead", "op_gone", "op_unclaimed"]);
+    expect(provider.executed).toEqual([]); // reconciled, never run again
+    // The lapsed replica's row is gone; the live one and this worker's own lease remain.
+    expect((await store.replica.findMany()).map((row) => row.id).sort()).toEqual([worker.id, "replica_live"].sort());
+  });
+
+  it("two workers starting at once reconcile each orphaned operation exactly once", async () => {
+    const database = await open();
+    cleanups.push(() => database.close());
+    const store = operationsStore(database.prisma, database.provider);
+    await store.replica.create({ data: { id: "replica_dead", heartbeatAt: new Date(Date.now() - 2 * leaseMs) } });
+    const ids = Array.from({ length: 20 }, (_, index) => `op_${index}`);
+    await store.operation.createMany({ data: ids.map((id) => executing(id, "replica_dead")) });
+
+    const first = new RecordingProvider();
+    const second = new RecordingProvider();
+    await Promise.all([startWorker(store, first), startWorker(store, second)]);
+
+    expect([...first.reconciled, ...second.reconciled].sort()).toEqual([...ids].sort());
+    const audits = await store.auditRecord.findMany({ where: { action: "operation.failed" } });
+    expect(audits.map((audit) => audit.operationId).sort()).toEqual([...ids].sort());
+  });
+
+  it("keeps its lease by heartbeat and gives it up on stop", async () => {
+    const database = await open();
+    cleanups.push(() => database.close());
+    const store = operationsStore(database.prisma, database.provider);
+    const worker = await startWorker(store, new RecordingProvider());
+    const first = await store.replica.findUniqueOrThrow({ where: { id: worker.id } });
+    // A heartbeat every third of the lease.
+    await new Promise((resolve) => setTimeout(resolve, leaseMs / 3 + 500));
+    const later = await store.replica.findUniqueOrThrow({ where: { id: worker.id } });
+    expect(later.heartbeatAt.getTime()).toBeGreaterThan(first.heartbeatAt.getTime());
+    await worker.stop();
+    expect(await store.replica.findUnique({ where: { id: worker.id } })).toBeNull();
+  });
+});
