@@ -1,34 +1,85 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { alice, httpOp, operationsApi, roomyAdmission, startUpstream, writeFiles } from "../support/operations.js";
-import { createPostgresDatabase, type TestDatabase } from "../support/postgres-database.js";
-import { ScriptedLlm } from "../support/scripted-llm/scripted-llm.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import { startAxonProcess, type AxonProcess } from "../support/axon-process.js";
+import { alice, bob, httpOp, operationsApi, roomyAdmission, startUpstream, writeFiles } from "../support/operations.js";
+import { createPostgresDatabase, queryPostgres, type TestDatabase } from "../support/postgres-database.js";
 
-describe("two replicas sharing one PostgreSQL database", () => {
-  let llm: ScriptedLlm;
-  let upstream: Awaited<ReturnType<typeof startUpstream>>;
+/*
+ * Replicas are separate `npm start` processes sharing one fresh PostgreSQL database, as they would be deployed.
+ * Operations under `/auto/` are allowed outright (approved at submission, so they go straight to the workers);
+ * everything else asks an operator.
+ */
+const policy = {
+  rules: [
+    { id: "auto", effect: "allow", operations: ["http.request"], targets: [{ path: "/auto/*" }] },
+    { id: "ask", effect: "request", operations: ["http.request"] },
+  ],
+};
+const leaseSeconds = 2;
+
+type Upstream = Awaited<ReturnType<typeof startUpstream>>;
+type Api = ReturnType<typeof operationsApi>;
+
+/** The id a replica's worker leases under, from its start-up log. */
+function replicaId(axon: AxonProcess): string {
+  const started = axon.logs.find((line) => line.msg === "execution worker started");
+  expect(started?.replica).toBeTypeOf("string");
+  return started!.replica as string;
+}
+
+/** Runs `work` over `items` with at most `concurrency` in flight. */
+async function pool<T, R>(items: T[], concurrency: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < items.length) {
+        const index = next++;
+        results[index] = await work(items[index]!, index);
+      }
+    }),
+  );
+  return results;
+}
+
+async function until<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+const timesReceived = (upstream: Upstream, path: string) => upstream.received.filter((request) => request.url === path).length;
+
+describe("two replica processes sharing one PostgreSQL database", () => {
+  let upstream: Upstream;
   let database: TestDatabase;
-  let first: TestServer;
-  let second: TestServer;
+  let env: Record<string, string>;
+  const processes: AxonProcess[] = [];
+  let first: AxonProcess;
+  let second: AxonProcess;
+  let onFirst: Api;
+  let onSecond: Api;
 
   beforeAll(async () => {
-    llm = await ScriptedLlm.start("openai");
     upstream = await startUpstream();
     database = await createPostgresDatabase();
-    const env = { ...llm.env, ...writeFiles(upstream.url, roomyAdmission), DATABASE_URL: database.url };
-    first = await startTestServer({ env });
-    second = await startTestServer({ env });
+    env = { ...writeFiles(upstream.url, roomyAdmission, policy), DATABASE_URL: database.url, AXON_REPLICA_LEASE_SECONDS: String(leaseSeconds) };
+    [first, second] = await Promise.all([startAxonProcess(env, { startupMs: 60_000 }), startAxonProcess(env, { startupMs: 60_000 })]);
+    processes.push(first, second);
+    onFirst = operationsApi(first.url);
+    onSecond = operationsApi(second.url);
   });
   afterAll(async () => {
-    await Promise.all([first.close(), second.close()]);
-    await database.drop();
-    upstream.close();
-    await llm.close();
+    upstream?.release();
+    await Promise.all(processes.map((axon) => axon.stop(2000)));
+    await database?.drop();
+    upstream?.close();
   });
 
   it("a wait on one replica wakes on a change made on the other, and the operation runs exactly once", async () => {
-    const onFirst = operationsApi(first.url);
-    const onSecond = operationsApi(second.url);
     const submitted = await onFirst.post(alice, httpOp("replicas-wake", "/across"));
     expect(submitted.body.state).toBe("pending");
 
@@ -44,6 +95,123 @@ describe("two replicas sharing one PostgreSQL database", () => {
 
     const done = await onSecond.waitTerminal(alice, submitted.body.id);
     expect(done.state).toBe("succeeded");
-    expect(upstream.received.filter((request) => request.url === "/across")).toHaveLength(1);
+    expect(timesReceived(upstream, "/across")).toBe(1);
+  });
+
+  it("500 approved operations, submitted to both replicas at once, each execute exactly once, shared between them", async () => {
+    const keys = Array.from({ length: 500 }, (_, index) => `bulk-${index}`);
+    const submitted = await pool(keys, 32, async (key, index) => {
+      const { status, body } = await (index % 2 === 0 ? onFirst : onSecond).post(alice, httpOp(key, `/auto/${key}`));
+      expect(status).toBe(202);
+      expect(body.state).toBe("approved");
+      return body.id as string;
+    });
+
+    type Row = { state: string; claimedBy: string; n: number };
+    const rows = await until(async () => {
+      const counts = await queryPostgres<Row>(
+        database.url,
+        `SELECT state, "claimedBy", count(*)::int AS n FROM "Operation" WHERE "idempotencyKey" LIKE 'bulk-%' GROUP BY 1, 2`,
+      );
+      const terminal = counts.filter((row) => row.state === "succeeded" || row.state === "failed").reduce((sum, row) => sum + row.n, 0);
+      return terminal === keys.length ? counts : undefined;
+    }, "500 operations to finish", 120_000);
+
+    expect(rows.every((row) => row.state === "succeeded")).toBe(true);
+    for (const key of keys) expect(timesReceived(upstream, `/auto/${key}`)).toBe(1);
+    // Both replicas executed some: the work is shared, and no operation was claimed twice.
+    const byReplica = Object.fromEntries(rows.map((row) => [row.claimedBy, row.n]));
+    expect(Object.keys(byReplica).sort()).toEqual([replicaId(first), replicaId(second)].sort());
+    const audits = await queryPostgres<{ n: number }>(
+      database.url,
+      `SELECT count(*)::int AS n FROM "AuditRecord" WHERE action = 'operation.succeeded' AND "operationId" = ANY('{${submitted.join(",")}}')`,
+    );
+    expect(audits[0]!.n).toBe(keys.length);
+  }, 180_000);
+
+  it("a replica killed with SIGKILL mid-execution: the other reconciles its operations once its lease lapses, never re-running them, and nobody touches the survivor's", async () => {
+    // Each replica claims what was submitted to it first (a local wake-up beats a notification), so both hold some.
+    const paths = Array.from({ length: 8 }, (_, index) => `/auto/hold/${index}`);
+    const ids = await Promise.all(
+      paths.map(async (path, index) => (await (index % 2 === 0 ? onFirst : onSecond).post(alice, httpOp(`kill-${index}`, path))).body.id as string),
+    );
+    await until(async () => (paths.every((path) => timesReceived(upstream, path) === 1) ? true : undefined), "every operation to reach the upstream");
+    const claims = await queryPostgres<{ id: string; claimedBy: string; state: string }>(
+      database.url,
+      `SELECT id, "claimedBy", state FROM "Operation" WHERE "idempotencyKey" LIKE 'kill-%'`,
+    );
+    expect(claims.every((row) => row.state === "executing")).toBe(true);
+    const killedOnes = claims.filter((row) => row.claimedBy === replicaId(first)).map((row) => row.id);
+    const survivorsOnes = claims.filter((row) => row.claimedBy === replicaId(second)).map((row) => row.id);
+    expect(killedOnes.length).toBeGreaterThan(0);
+    expect(survivorsOnes.length).toBeGreaterThan(0);
+    expect(killedOnes.length + survivorsOnes.length).toBe(ids.length);
+
+    first.child.kill("SIGKILL");
+    for (const id of killedOnes) {
+      const done = await onSecond.waitTerminal(alice, id);
+      expect(done).toMatchObject({ state: "failed", error: { code: "upstream_result_unknown" } });
+    }
+
+    // The killed replica comes back (a new process, a new lease). Over two lease periods, neither it nor the survivor
+    // may take the survivor's executions, which are still waiting on the upstream.
+    const restarted = await startAxonProcess(env, { startupMs: 60_000 });
+    processes.push(restarted);
+    await new Promise((resolve) => setTimeout(resolve, 2 * leaseSeconds * 1000));
+    for (const id of survivorsOnes) expect((await onSecond.get(alice, id)).body.state).toBe("executing");
+
+    upstream.release();
+    for (const id of survivorsOnes) expect((await operationsApi(restarted.url).waitTerminal(alice, id)).state).toBe("succeeded");
+    for (const path of paths) expect(timesReceived(upstream, path)).toBe(1);
+
+    // The service carries on: a new operation submitted to the restarted replica runs once.
+    const after = await operationsApi(restarted.url).post(alice, httpOp("after-kill", "/auto/after-kill"));
+    expect((await onSecond.waitTerminal(alice, after.body.id)).state).toBe("succeeded");
+    expect(timesReceived(upstream, "/auto/after-kill")).toBe(1);
+  }, 90_000);
+});
+
+describe("admission limits across two replica processes", () => {
+  // Exact limits: 10 pending approvals per client, 15 active operations in all.
+  const admission = { ...roomyAdmission, client_pending: 10, global_active: 15 };
+  let upstream: Upstream;
+  let database: TestDatabase;
+  let replicas: AxonProcess[] = [];
+
+  beforeAll(async () => {
+    upstream = await startUpstream();
+    database = await createPostgresDatabase();
+    const env = { ...writeFiles(upstream.url, admission), DATABASE_URL: database.url };
+    replicas = await Promise.all([startAxonProcess(env, { startupMs: 60_000 }), startAxonProcess(env, { startupMs: 60_000 })]);
+  });
+  afterAll(async () => {
+    await Promise.all(replicas.map((axon) => axon.stop(2000)));
+    await database?.drop();
+    upstream?.close();
+  });
+
+  /** Fires `count` submits of one client at once, alternating replicas; answers status codes and categories. */
+  async function burst(token: string, prefix: string, count: number) {
+    const answers = await Promise.all(
+      Array.from({ length: count }, (_, index) => operationsApi(replicas[index % 2]!.url).post(token, httpOp(`${prefix}-${index}`, `/${prefix}/${index}`))),
+    );
+    for (const refused of answers.filter((answer) => answer.status !== 202)) {
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get("retry-after")).toBe("2");
+      expect(refused.body.details[0]).toMatchObject({ reason: expect.any(String), metadata: { category: "rate_limited" } });
+    }
+    return answers.filter((answer) => answer.status === 202).length;
+  }
+
+  it("hold exactly: a client's pending limit, then the global active limit, whichever replica each submit reaches", async () => {
+    expect(await burst(alice, "a", 100)).toBe(10); // alice's 10 pending approvals
+    expect(await burst(bob, "b", 100)).toBe(5); // 15 active in all
+    const counts = await queryPostgres<{ operations: number; pending: number }>(
+      database.url,
+      `SELECT (SELECT count(*)::int FROM "Operation") AS operations, (SELECT count(*)::int FROM "Grant" WHERE status = 'pending') AS pending`,
+    );
+    // A refusal creates nothing: no operation, no approval.
+    expect(counts[0]).toEqual({ operations: 15, pending: 15 });
+    expect(upstream.received).toHaveLength(0);
   });
 });

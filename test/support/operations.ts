@@ -15,12 +15,21 @@ export const upstreamToken = `tok_${randomBytes(24).toString("hex")}`;
 /** Limits no test reaches unless it means to. */
 export const roomyAdmission = { requests_per_window: 10_000, client_active: 1000, client_pending: 1000, global_active: 10_000, global_executing: 1000 };
 
-/** A local upstream for http.request: records what reached it; `/hang` never answers. */
+/**
+ * A local upstream for http.request: records what reached it; `/hang` never answers; a path with `/hold` in it is
+ * answered once `release()` is called.
+ */
 export function startUpstream() {
   const received: { url: string; authorization: string | undefined }[] = [];
+  let released = false;
+  const held: (() => void)[] = [];
   const server = http.createServer((req, res) => {
     received.push({ url: req.url ?? "", authorization: req.headers.authorization });
     if (req.url?.startsWith("/hang")) return;
+    if (req.url?.includes("/hold") && !released) {
+      held.push(() => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true, path: req.url })));
+      return;
+    }
     if (req.url?.startsWith("/fail")) {
       res.writeHead(500, { "content-type": "application/json" });
       res.end(JSON.stringify({ error: { message: `broken with ${upstreamToken} and Bearer abc.def.ghi\u0007` } }));
@@ -29,12 +38,16 @@ export function startUpstream() {
     res.writeHead(200, { "content-type": "application/json" });
     res.end(JSON.stringify({ ok: true, path: req.url }));
   });
-  return new Promise<{ url: string; received: typeof received; close: () => void }>((resolve) =>
+  return new Promise<{ url: string; received: typeof received; release: () => void; close: () => void }>((resolve) =>
     server.listen(0, "127.0.0.1", () => {
       const { port } = server.address() as { port: number };
       resolve({
         url: `http://127.0.0.1:${port}`,
         received,
+        release: () => {
+          released = true;
+          for (const answer of held.splice(0)) answer();
+        },
         close: () => {
           server.closeAllConnections();
           server.close();
