@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAxonProcess, type AxonProcess } from "../support/axon-process.js";
 import { alice, bob, httpOp, operationsApi, roomyAdmission, startUpstream, writeFiles } from "../support/operations.js";
 import { createPostgresDatabase, queryPostgres, type TestDatabase } from "../support/postgres-database.js";
+import { startTestServer, type TestServer } from "../support/server.js";
 
 /*
  * Replicas are separate `npm start` processes sharing one fresh PostgreSQL database, as they would be deployed.
@@ -213,5 +214,36 @@ describe("admission limits across two replica processes", () => {
     // A refusal creates nothing: no operation, no approval.
     expect(counts[0]).toEqual({ operations: 15, pending: 15 });
     expect(upstream.received).toHaveLength(0);
+  });
+});
+
+describe("the sweeper on two replicas at once", () => {
+  let upstream: Upstream;
+  let database: TestDatabase;
+  let replicas: TestServer[] = [];
+
+  beforeAll(async () => {
+    upstream = await startUpstream();
+    database = await createPostgresDatabase();
+    const env = { ...writeFiles(upstream.url, roomyAdmission), DATABASE_URL: database.url };
+    replicas = await Promise.all([startTestServer({ env }), startTestServer({ env })]);
+  });
+  afterAll(async () => {
+    await Promise.all(replicas.map((replica) => replica.close()));
+    await database?.drop();
+    upstream?.close();
+  });
+
+  it("expires each overdue approval once, whichever replica gets there first", async () => {
+    const api = operationsApi(replicas[0]!.url);
+    const ids = await Promise.all(Array.from({ length: 30 }, async (_, index) => (await api.post(alice, httpOp(`sweep-${index}`, `/sweep/${index}`))).body.id as string));
+    await queryPostgres(database.url, `UPDATE "Grant" SET "expiresAt" = now() - interval '1 minute'`);
+
+    // Both sweep the same overdue approvals concurrently, twice over.
+    const swept = await Promise.all([...replicas, ...replicas].map((replica) => replica.operations.broker.sweep()));
+    expect(swept.reduce((sum, count) => sum + count, 0)).toBe(ids.length);
+    for (const id of ids) expect((await api.get(alice, id)).body).toMatchObject({ state: "expired", error: { code: "request_expired" } });
+    const audits = await queryPostgres<{ n: number }>(database.url, `SELECT count(*)::int AS n FROM "AuditRecord" WHERE action = 'request.expired'`);
+    expect(audits[0]!.n).toBe(ids.length);
   });
 });
