@@ -17,6 +17,8 @@ const idempotencyKeyPattern = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 const maxTargetBytes = 16 * 1024;
 const maxArgumentsBytes = 1024 * 1024;
 const replayWindowMs = 30 * 24 * 60 * 60 * 1000;
+/** How long after an event the feed waits for a missing seq before it goes past it (see `events`). */
+const eventGapGraceMs = 3_000;
 
 export interface SubmitInput {
   idempotencyKey: string;
@@ -508,18 +510,24 @@ export class OperationsBroker {
     });
   }
 
-  /** The event feed after `afterSeq` (undefined = from now on), as it grows; wakes on changes. */
+  /** The event feed after `afterSeq` (undefined = from now on), in seq order, as it grows; wakes on changes. */
   async *events(afterSeq: bigint | number | undefined, signal: AbortSignal): AsyncIterable<EventRow> {
     const { store, notifier } = this.options;
     let seen = afterSeq === undefined ? ((await store.event.findFirst({ orderBy: { seq: "desc" } }))?.seq ?? 0) : Number(afterSeq);
     while (!signal.aborted) {
       const wake = notifier.waitForChange("*", 1000, signal);
       const batch = await store.event.findMany({ where: { seq: { gt: seen } }, orderBy: { seq: "asc" }, take: 100 });
+      let gap = false;
       for (const event of batch) {
+        // PostgreSQL hands out a seq when the row is inserted, not when it commits: a seq missing just before a young
+        // event may belong to a transaction still on its way. Wait for it (a rolled-back one never comes), so that a
+        // reader resuming after the last seq it saw skips nothing.
+        gap = event.seq !== seen + 1 && Date.now() - event.createdAt.getTime() < eventGapGraceMs;
+        if (gap) break;
         seen = event.seq;
         yield event;
       }
-      if (batch.length === 0) await wake;
+      if (batch.length === 0 || gap) await wake;
     }
   }
 

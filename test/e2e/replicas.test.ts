@@ -1,3 +1,4 @@
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAxonProcess, type AxonProcess } from "../support/axon-process.js";
 import { alice, bob, httpOp, operationsApi, roomyAdmission, startUpstream, writeFiles } from "../support/operations.js";
@@ -217,7 +218,7 @@ describe("admission limits across two replica processes", () => {
   });
 });
 
-describe("the sweeper on two replicas at once", () => {
+describe("two in-process replicas on one PostgreSQL: the sweeper and the event feed", () => {
   let upstream: Upstream;
   let database: TestDatabase;
   let replicas: TestServer[] = [];
@@ -245,5 +246,34 @@ describe("the sweeper on two replicas at once", () => {
     for (const id of ids) expect((await api.get(alice, id)).body).toMatchObject({ state: "expired", error: { code: "request_expired" } });
     const audits = await queryPostgres<{ n: number }>(database.url, `SELECT count(*)::int AS n FROM "AuditRecord" WHERE action = 'request.expired'`);
     expect(audits[0]!.n).toBe(ids.length);
+  });
+
+  it("delivers events in seq order even when a lower seq commits after a higher one", async () => {
+    // A transaction takes a seq and holds it uncommitted while another replica commits a later event.
+    const slow = new pg.Client({ connectionString: database.url });
+    await slow.connect();
+    const abort = new AbortController();
+    try {
+      await slow.query("BEGIN");
+      const inserted = await slow.query<{ seq: number }>(`INSERT INTO "Event" (kind, "clientId", payload) VALUES ('test.slow', 'alice', '{}') RETURNING seq`);
+      const held = Number(inserted.rows[0]!.seq);
+
+      const delivered: number[] = [];
+      const feed = (async () => {
+        for await (const event of replicas[0]!.operations.broker.events(held - 1, abort.signal)) delivered.push(event.seq);
+      })();
+      await operationsApi(replicas[1]!.url).post(alice, httpOp("feed-order", "/feed/order"));
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      expect(delivered).toEqual([]); // nothing past the missing seq while it may still come
+
+      await slow.query("COMMIT");
+      await until(async () => (delivered.length >= 2 ? true : undefined), "the feed to catch up");
+      expect(delivered).toEqual([held, held + 1]);
+      abort.abort();
+      await feed;
+    } finally {
+      abort.abort();
+      await slow.end();
+    }
   });
 });
