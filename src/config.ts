@@ -30,6 +30,8 @@ export interface Config {
   shutdownGraceSeconds: number;
   /** How long a replica's claim on the operations it executes outlives its last heartbeat. */
   replicaLeaseSeconds: number;
+  /** How long an `http.request` operation waits for its upstream before its outcome is unknown. */
+  httpRequestTimeoutSeconds: number;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = process.cwd()): Config {
@@ -57,6 +59,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = p
     shutdownGraceSeconds: integer(env, "AXON_SHUTDOWN_GRACE_SECONDS", 10),
     heartbeatSeconds: integer(env, "AGENT_HEARTBEAT_SECONDS", 0),
     replicaLeaseSeconds: integer(env, "AXON_REPLICA_LEASE_SECONDS", 15, 1),
+    httpRequestTimeoutSeconds: integer(env, "AXON_HTTP_REQUEST_TIMEOUT_SECONDS", 30, 1),
   };
 }
 

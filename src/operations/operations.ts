@@ -51,7 +51,7 @@ export async function startOperations(
   const transfers = await createTransfers({ database, settings: transferSettingsFromEnv(deps.env), dataDir: config.dataDir, logger, clock });
   const providers = new ProviderRegistry([
     new AgentChatProvider({ registry: deps.registry, chats: deps.chats }),
-    new HttpRequestProvider({ credentials, sealedBodies: transfers.sealedPayloads }),
+    new HttpRequestProvider({ credentials, sealedBodies: transfers.sealedPayloads, timeoutMs: config.httpRequestTimeoutSeconds * 1000 }),
   ]);
 
   const store = operationsStore(database.prisma, database.provider);

@@ -114,10 +114,8 @@ function within<T>(ms: number, promise: Promise<T>, what: string): Promise<T> {
  */
 const stillHeld = () => llm.requests.filter((request) => request.status === 0 && !request.aborted);
 
-/**
- * http.request runs with the provider's default timeout of 30 s: it is not configurable (operations.ts builds the
- * provider without `timeoutMs`). So those operations are submitted first and hang while the other tests run.
- */
+/** The upstream timeout of http.request operations; they are submitted first and hang while the other tests run. */
+const httpTimeoutSeconds = 3;
 const hungHttpRequests = 3;
 let hungHttp: Promise<{ submitted: number[]; operations: Json[]; afterMs: number }>;
 
@@ -131,6 +129,7 @@ beforeAll(async () => {
       ...writeFiles(upstream.url, roomyAdmission, policy),
       AGENT_MANIFEST_FILE: "test/fixtures/runtime/manifest.hocon",
       AGENT_TOOL_PATH: "test/fixtures/runtime/coded_tools",
+      AXON_HTTP_REQUEST_TIMEOUT_SECONDS: String(httpTimeoutSeconds),
     },
   });
   const address = `127.0.0.1:${server.port}`;
@@ -264,12 +263,12 @@ describe("operations on hung dependencies, each awaited by a long-polling client
   });
 
   it("http.request operations against an upstream that never answers fail with upstream_result_unknown, sent once", async () => {
-    const { submitted, operations, afterMs } = await within(45_000, hungHttp, "the http.request operations' end");
+    const { submitted, operations, afterMs } = await within(20_000, hungHttp, "the http.request operations' end");
     expect(submitted).toEqual(Array(hungHttpRequests).fill(202));
     // No sooner than the provider's timeout: nothing but the timeout ended them.
-    expect(afterMs).toBeGreaterThanOrEqual(30_000);
+    expect(afterMs).toBeGreaterThanOrEqual(httpTimeoutSeconds * 1000);
     for (const operation of operations) expect(operation).toMatchObject({ state: "failed", error: { code: "upstream_result_unknown" } });
     // Ambiguous, so never retried: each request reached the upstream exactly once.
     for (let i = 0; i < hungHttpRequests; i++) expect(upstream.received.filter(({ url }) => url === `/hang/${i}`)).toHaveLength(1);
-  }, 50_000);
+  }, 30_000);
 });
