@@ -3,6 +3,7 @@ import { create, toJson, type DescMessage, type JsonValue, type MessageInitShape
 import { Code, ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
 import { AxonError } from "../errors.js";
+import { isStorageError, isStorageUnavailable } from "../store/storage-errors.js";
 import {
   BadRequestSchema,
   ErrorInfoSchema,
@@ -18,10 +19,14 @@ type OutgoingDetail = { desc: DescMessage; value: MessageInitShape<DescMessage> 
 /** The ErrorInfo domain of every error Axon itself raises. */
 export const errorDomain = "axon";
 
+/** A database restart takes seconds; sooner than this a retry would most likely fail again. */
+const storageRetryAfterSeconds = 1;
+
 /**
  * The one mapper from anything thrown to what a client may see. AxonErrors keep their code and carry
- * ErrorInfo (+ BadRequest); ConnectErrors (raised by the protocol layer) pass through; anything else is
- * an INTERNAL with no message, so stacks and paths never leave the process.
+ * ErrorInfo (+ BadRequest); ConnectErrors (raised by the protocol layer) pass through; an unreachable database
+ * is UNAVAILABLE (retry shortly); anything else is an INTERNAL with no message, so stacks, hosts and driver text
+ * never leave the process.
  */
 export function toConnectError(error: unknown): ConnectError {
   if (error instanceof AxonError) {
@@ -40,8 +45,17 @@ export function toConnectError(error: unknown): ConnectError {
     return new ConnectError(error.message, error.code, headers, details, error);
   }
   if (error instanceof ConnectError) return error;
+  if (isStorageUnavailable(error)) {
+    return toConnectError(
+      new AxonError(Code.Unavailable, "STORAGE_UNAVAILABLE", "storage unavailable", {
+        metadata: { category: "storage" },
+        retryAfterSeconds: storageRetryAfterSeconds,
+        cause: error,
+      }),
+    );
+  }
   return new ConnectError("internal error", Code.Internal, undefined, [
-    { desc: ErrorInfoSchema, value: { reason: "INTERNAL", domain: errorDomain, metadata: { category: "other" } } },
+    { desc: ErrorInfoSchema, value: { reason: "INTERNAL", domain: errorDomain, metadata: { category: isStorageError(error) ? "storage" : "other" } } },
   ]);
 }
 

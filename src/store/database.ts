@@ -43,6 +43,11 @@ export interface OpenDatabaseOptions {
 
 /** Waits this long on a locked SQLite file (another connection writing) before failing. */
 const sqliteBusyTimeoutMs = 5_000;
+/**
+ * How long a request waits for a PostgreSQL connection (pool full, or a server that accepts and never answers) before
+ * failing with UNAVAILABLE; pg's default is forever. A refused connection fails at once whatever this says.
+ */
+const postgresConnectTimeoutMs = 5_000;
 /** Serializes start-up migrations of replicas sharing one PostgreSQL database (any constant key of Axon's own). */
 const migrationLockKey = 0x4158_4f4e; // "AXON"
 
@@ -145,7 +150,7 @@ function postgresTarget(databaseUrl: string): Target {
     },
     // Its own pool, ended when the engine is done with it, so no session of the engine outlives the migration step.
     migrationAdapter: () => new PrismaPg({ connectionString: databaseUrl }),
-    clientAdapter: () => new PrismaPg({ connectionString: databaseUrl }),
+    clientAdapter: () => new PrismaPg({ connectionString: databaseUrl, connectionTimeoutMillis: postgresConnectTimeoutMs }),
   };
 }
 
