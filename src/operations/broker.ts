@@ -17,6 +17,8 @@ const idempotencyKeyPattern = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 const maxTargetBytes = 16 * 1024;
 const maxArgumentsBytes = 1024 * 1024;
 const replayWindowMs = 30 * 24 * 60 * 60 * 1000;
+/** How often waits, watches and the event feed re-read the database when nothing woke them. */
+const recheckMs = 1000;
 /** How long after an event the feed waits for a missing seq before it goes past it (see `events`). */
 const eventGapGraceMs = 3_000;
 
@@ -225,7 +227,9 @@ export class OperationsBroker {
     }
     const deadline = Date.now() + seconds * 1000;
     for (;;) {
-      const wake = this.options.notifier.waitForChange(id, Math.max(0, deadline - Date.now()), signal);
+      // Re-read every second even without a wake-up: a change whose notification was lost (PostgreSQL reconnecting)
+      // or never sent (another process on the same SQLite file) is still seen promptly.
+      const wake = this.options.notifier.waitForChange(id, Math.min(recheckMs, Math.max(0, deadline - Date.now())), signal);
       const operation = await this.get(clientId, id);
       if (operation.revision > afterRevision || terminalStates.has(operation.state) || Date.now() >= deadline || signal?.aborted) {
         return operation;
@@ -515,7 +519,7 @@ export class OperationsBroker {
     const { store, notifier } = this.options;
     let seen = afterSeq === undefined ? ((await store.event.findFirst({ orderBy: { seq: "desc" } }))?.seq ?? 0) : Number(afterSeq);
     while (!signal.aborted) {
-      const wake = notifier.waitForChange("*", 1000, signal);
+      const wake = notifier.waitForChange("*", recheckMs, signal);
       const batch = await store.event.findMany({ where: { seq: { gt: seen } }, orderBy: { seq: "asc" }, take: 100 });
       let gap = false;
       for (const event of batch) {
