@@ -24,7 +24,8 @@ const storageRetryAfterSeconds = 1;
 
 /**
  * The one mapper from anything thrown to what a client may see. AxonErrors keep their code and carry
- * ErrorInfo (+ BadRequest); ConnectErrors (raised by the protocol layer) pass through; an unreachable database
+ * ErrorInfo (+ BadRequest); ConnectErrors (raised by the protocol layer: deadlines, shutdown) keep theirs and gain
+ * an ErrorInfo named after their code when they have none; an unreachable database
  * is UNAVAILABLE (retry shortly); anything else is an INTERNAL with no message, so stacks, hosts and driver text
  * never leave the process.
  */
@@ -44,7 +45,7 @@ export function toConnectError(error: unknown): ConnectError {
     if (error.code === Code.Unauthenticated) headers.set("www-authenticate", "Bearer");
     return new ConnectError(error.message, error.code, headers, details, error);
   }
-  if (error instanceof ConnectError) return error;
+  if (error instanceof ConnectError) return errorInfoOf(error) ? error : withErrorInfo(error);
   if (isStorageUnavailable(error)) {
     return toConnectError(
       new AxonError(Code.Unavailable, "STORAGE_UNAVAILABLE", "storage unavailable", {
@@ -92,9 +93,22 @@ export function categoryOf(code: Code): string {
   }
 }
 
-/** True when the error came from our own code paths rather than a bug: worth a warn, not an error log. */
+/** True when the error came from our own code paths or the outside world rather than a bug: not worth an error log. */
 export function isExpected(error: unknown): boolean {
-  return error instanceof AxonError || (error instanceof ConnectError && error.code !== Code.Internal && error.code !== Code.Unknown);
+  return (
+    error instanceof AxonError ||
+    (error instanceof ConnectError && error.code !== Code.Internal && error.code !== Code.Unknown) ||
+    isStorageUnavailable(error)
+  );
+}
+
+/** ErrorInfo for an error of the protocol layer: its code as the reason (DEADLINE_EXCEEDED), and its category. */
+function withErrorInfo(error: ConnectError): ConnectError {
+  const reason = Code[error.code].replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
+  const info = { desc: ErrorInfoSchema, value: { reason, domain: errorDomain, metadata: { category: categoryOf(error.code) } } };
+  const mapped = new ConnectError(error.rawMessage, error.code, error.metadata, [], error.cause);
+  mapped.details.push(...error.details, info);
+  return mapped;
 }
 
 /** The HTTP status REST answers with, from the standard code mapping (the one Connect uses). */

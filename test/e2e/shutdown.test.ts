@@ -1,6 +1,7 @@
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { describe, expect, it } from "vitest";
+import { ErrorInfoSchema } from "../../src/gen/google/rpc/error_details_pb.js";
 import { AgentService, ChatFilter_ChatFilterType as ChatFilterType } from "../../src/gen/neuro_san/api/grpc/agent_pb.js";
 import { startAxonProcess } from "../support/axon-process.js";
 import { ScriptedChats } from "../support/scripted-chat.js";
@@ -42,6 +43,8 @@ describe("graceful shutdown", () => {
       for (let next = await iterator.next(); !next.done; next = await iterator.next());
     })().then(() => undefined, (e: unknown) => ConnectError.from(e));
     expect(error?.code).toBe(Code.Unavailable);
+    // Even the protocol layer's own errors carry an ErrorInfo with their category.
+    expect(error?.findDetails(ErrorInfoSchema)).toEqual([expect.objectContaining({ reason: "UNAVAILABLE", metadata: { category: "unavailable" } })]);
     expect(chats.cancelled).toHaveLength(1);
   });
 
