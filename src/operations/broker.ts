@@ -407,7 +407,7 @@ export class OperationsBroker {
 
   /** Approves a pending request, possibly narrowing it; its operation becomes approved with one use reserved. */
   approve(operator: string, id: string, decision: { expectedRevision: number; reason?: string } & GrantTermsInput) {
-    return this.decide(operator, id, decision.expectedRevision, "pending", async (tx, grant, now) => {
+    return this.decide(operator, id, decision.expectedRevision, "pending", async (tx, grant, now, changed) => {
       const terms = narrowGrant({ mode: grant.mode as "window" | "execution", ...(grant.minutes != null ? { minutes: grant.minutes } : {}), maxUses: grant.maxUses ?? 1 }, decision);
       const usesRemaining = terms.maxUses - (grant.operationId ? 1 : 0);
       const approved = await tx.grant.update({
@@ -426,24 +426,20 @@ export class OperationsBroker {
           updatedAt: now,
         },
       });
-      await this.driveLinkedOperation(tx, grant, now, { state: "approved" });
+      await this.driveLinkedOperation(tx, grant, now, { state: "approved" }, changed);
       await recordGrant(tx, "request.approved", approved, operator);
       return approved;
     });
   }
 
   deny(operator: string, id: string, decision: { expectedRevision: number; reason?: string }) {
-    return this.decide(operator, id, decision.expectedRevision, "pending", async (tx, grant, now) => {
+    return this.decide(operator, id, decision.expectedRevision, "pending", async (tx, grant, now, changed) => {
       const denied = await tx.grant.update({
         where: { id },
         data: { status: "denied", decidedBy: operator, decisionReason: decision.reason ?? null, revision: { increment: 1 }, updatedAt: now },
       });
-      await this.driveLinkedOperation(tx, grant, now, {
-        state: "denied",
-        terminalAt: now,
-        errorCode: "request_denied",
-        errorMessage: "an operator denied the request",
-      });
+      const change = { state: "denied", terminalAt: now, errorCode: "request_denied", errorMessage: "an operator denied the request" };
+      await this.driveLinkedOperation(tx, grant, now, change, changed);
       await recordGrant(tx, "request.denied", denied, operator);
       return denied;
     });
@@ -451,7 +447,7 @@ export class OperationsBroker {
 
   /** Revokes an active grant; operations it approved that have not started are canceled. */
   revoke(operator: string, id: string, decision: { expectedRevision: number; reason?: string }) {
-    return this.decide(operator, id, decision.expectedRevision, "active", async (tx, grant, now) => {
+    return this.decide(operator, id, decision.expectedRevision, "active", async (tx, grant, now, changed) => {
       const revoked = await tx.grant.update({
         where: { id },
         data: { status: "revoked", decidedBy: operator, decisionReason: decision.reason ?? null, revision: { increment: 1 }, updatedAt: now },
@@ -459,7 +455,7 @@ export class OperationsBroker {
       const waiting = await tx.operation.findMany({ where: { approvalId: id, state: "approved" } });
       for (const operation of waiting) {
         const canceled = await transition(tx, operation, { state: "canceled", terminalAt: now, errorCode: "grant_revoked", errorMessage: "an operator revoked the grant" }, now);
-        if (canceled) this.afterCommit.push(canceled.id);
+        if (canceled) changed.push(canceled.id);
       }
       await recordGrant(tx, "request.revoked", revoked, operator);
       return revoked;
@@ -472,6 +468,7 @@ export class OperationsBroker {
     const due = await this.options.store.grant.findMany({ where: { status: { in: ["pending", "active"] }, expiresAt: { lte: now } }, take: 100 });
     let expired = 0;
     for (const grant of due) {
+      const changed: string[] = [];
       await this.options.store.serialized(async (tx) => {
         const { count } = await tx.grant.updateMany({
           where: { id: grant.id, revision: grant.revision },
@@ -480,16 +477,15 @@ export class OperationsBroker {
         if (count === 0) return;
         expired++;
         if (grant.status === "pending") {
-          await this.driveLinkedOperation(tx, grant, now, { state: "expired", terminalAt: now, errorCode: "request_expired", errorMessage: "the request was not decided in time" });
+          const change = { state: "expired", terminalAt: now, errorCode: "request_expired", errorMessage: "the request was not decided in time" };
+          await this.driveLinkedOperation(tx, grant, now, change, changed);
         }
         await recordGrant(tx, "request.expired", { ...grant, status: "expired" }, "sweeper");
       });
+      this.notifyCommitted(changed);
     }
-    this.flushNotifications();
     return expired;
   }
-
-  private afterCommit: string[] = [];
 
   /**
    * Admission, counted inside the serialized transaction so limits hold across replicas. A refusal throws before
@@ -540,8 +536,9 @@ export class OperationsBroker {
     id: string,
     expectedRevision: number,
     requiredStatus: string,
-    apply: (tx: StoreTransaction, grant: GrantRow, now: Date) => Promise<GrantRow>,
+    apply: (tx: StoreTransaction, grant: GrantRow, now: Date, changed: string[]) => Promise<GrantRow>,
   ): Promise<{ grant: GrantRow; operation?: OperationRow }> {
+    const changed: string[] = [];
     const decided = await this.options.store.serialized(async (tx) => {
       const grant = await tx.grant.findUnique({ where: { id } });
       if (!grant) throw notFound("REQUEST_NOT_FOUND", "request not found", { request_id: id });
@@ -555,27 +552,28 @@ export class OperationsBroker {
           metadata: { category: "conflict", status: grant.status },
         });
       }
-      return apply(tx, grant, this.clock.now());
+      return apply(tx, grant, this.clock.now(), changed);
     });
-    this.flushNotifications();
+    this.notifyCommitted(changed);
     const operation = decided.operationId ? await this.options.store.operation.findUnique({ where: { id: decided.operationId } }) : null;
     return { grant: decided, ...(operation ? { operation } : {}) };
   }
 
   /** The linked approval drives its operation (spec §3). */
-  private async driveLinkedOperation(tx: StoreTransaction, grant: GrantRow, now: Date, change: Partial<OperationRow>): Promise<void> {
+  private async driveLinkedOperation(tx: StoreTransaction, grant: GrantRow, now: Date, change: Partial<OperationRow>, changed: string[]): Promise<void> {
     if (!grant.operationId) return;
     const operation = await tx.operation.findUnique({ where: { id: grant.operationId } });
     if (!operation || operation.state !== "pending") return;
     const updated = await transition(tx, operation, change, now);
     if (updated) {
-      this.afterCommit.push(updated.id);
+      changed.push(updated.id);
       await record(tx, `operation.${updated.state}`, updated, { grantId: grant.id, actor: "operator" });
     }
   }
 
-  private flushNotifications(): void {
-    for (const id of this.afterCommit.splice(0)) this.options.notifier.changed(id);
+  /** Wakes waiters for the operations a transaction changed, once it has committed (never for one rolled back). */
+  private notifyCommitted(changed: string[]): void {
+    for (const id of changed) this.options.notifier.changed(id);
   }
 
   /**
