@@ -1,5 +1,6 @@
 import os from "node:os";
 import { parseArgs } from "node:util";
+import { chatError } from "./chat-check.js";
 import { KeepAliveHttpClient, type HttpRequestSpec } from "./clients.js";
 import { percentile, runLoad, type Call, type LoadResult } from "./load.js";
 import type { AxonReady } from "./serve-axon.js";
@@ -170,16 +171,6 @@ function chatCaller(client: KeepAliveHttpClient, messages: number): Call {
     const error = chatError(reply.status, lines) ?? (lines.length === messages ? undefined : `${lines.length} messages, expected ${messages}`);
     if (error) throw new Error(error);
   };
-}
-
-function chatError(status: number, lines: string[]): string | undefined {
-  if (status !== 200) return `HTTP ${status}: ${lines.join("\n").slice(0, 300)}`;
-  // An error after the headers arrives as a last line holding a google.rpc.Status instead of a ChatResponse.
-  const last = JSON.parse(lines.at(-1) ?? "{}") as { response?: { type?: string; origin?: unknown } };
-  if (last.response?.type !== "AGENT_FRAMEWORK" || last.response.origin !== undefined) {
-    return `the stream did not end with the final answer: ${(lines.at(-1) ?? "").slice(0, 300)}`;
-  }
-  return undefined;
 }
 
 function printHeader(shape: { messages: number; llmRoundTrips: number; responseBytes: number }): void {

@@ -26,22 +26,34 @@ export interface LoadResult {
  * fixed time. The warm-up runs the same loop first and is thrown away (JIT, connection setup, socket buffers).
  */
 export async function runLoad(call: Call, options: LoadOptions): Promise<LoadResult> {
-  await loop(call, options.concurrency, options.warmupMs);
+  await loop(call, options.concurrency, deadline(options.warmupMs));
   await options.beforeMeasuring?.();
   const cpuBefore = process.cpuUsage();
-  const result = await loop(call, options.concurrency, options.durationMs);
+  const result = await loop(call, options.concurrency, deadline(options.durationMs));
   const cpu = process.cpuUsage(cpuBefore);
   return { ...result, clientCores: (cpu.user + cpu.system) / 1000 / (result.seconds * 1000) };
 }
 
-async function loop(call: Call, concurrency: number, durationMs: number): Promise<Omit<LoadResult, "clientCores">> {
+/**
+ * The same closed loop, run until `stop` aborts instead of for a fixed time: for a load that must last exactly as
+ * long as another one running beside it. Requests in flight when it aborts are awaited and counted.
+ */
+export function runUntil(call: Call, concurrency: number, stop: AbortSignal): Promise<Omit<LoadResult, "clientCores">> {
+  return loop(call, concurrency, () => !stop.aborted);
+}
+
+function deadline(durationMs: number): () => boolean {
+  const end = performance.now() + durationMs;
+  return () => performance.now() < end;
+}
+
+async function loop(call: Call, concurrency: number, keepGoing: () => boolean): Promise<Omit<LoadResult, "clientCores">> {
   const latenciesMs: number[] = [];
   let errors = 0;
   let firstError: unknown;
   const started = performance.now();
-  const deadline = started + durationMs;
   const caller = async (): Promise<void> => {
-    while (performance.now() < deadline) {
+    while (keepGoing()) {
       const sent = performance.now();
       try {
         await call();

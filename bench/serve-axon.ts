@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { startAxon } from "../src/axon.js";
 import { loadConfig } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
@@ -26,7 +27,29 @@ export interface AxonReady {
   port: number;
 }
 
-serveParent({ port: axon.server.ports[0]! } satisfies AxonReady, async () => {
-  await axon.close();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+/** Sent with every sample when BENCH_EVENT_LOOP_DELAY=1: how late the event loop ran timers since the previous sample. */
+export interface EventLoopDelay {
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+}
+
+// Opt-in, so the other benches measure Axon exactly as before; a 10 ms timer costs next to nothing.
+const delay = process.env.BENCH_EVENT_LOOP_DELAY === "1" ? monitorEventLoopDelay({ resolution: 10 }) : undefined;
+delay?.enable();
+
+serveParent(
+  { port: axon.server.ports[0]! } satisfies AxonReady,
+  async () => {
+    await axon.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  },
+  delay &&
+    ((): EventLoopDelay => {
+      // The histogram is in nanoseconds and includes the 10 ms resolution itself, which is taken off.
+      const late = (nanoseconds: number) => Math.max(0, nanoseconds / 1e6 - 10);
+      const figures = { p50Ms: late(delay.percentile(50)), p99Ms: late(delay.percentile(99)), maxMs: late(delay.max) };
+      delay.reset();
+      return figures;
+    }),
+);

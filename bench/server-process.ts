@@ -20,6 +20,8 @@ export interface ServerSample {
   maxRssBytes: number;
   /** Highest V8 heap in use seen since the previous sample (sampled every few milliseconds, so a floor). */
   peakHeapUsedBytes: number;
+  /** Highest resident set seen since the previous sample, by the same sampler (maxRssBytes never comes down). */
+  peakRssBytes: number;
   /** Whatever else the child adds (see `serveParent`'s `extra`). */
   extra?: unknown;
 }
@@ -77,8 +79,11 @@ export function serveParent(ready: unknown, stop: () => Promise<void>, extra?: (
   process.stdout.write(JSON.stringify(ready) + "\n");
   // A heap peak lasts only until the next GC, so it is sampled; 20 ms costs well under 0.1% of a core.
   let peakHeapUsedBytes = process.memoryUsage().heapUsed;
+  let peakRssBytes = process.memoryUsage().rss;
   const sampler = setInterval(() => {
-    peakHeapUsedBytes = Math.max(peakHeapUsedBytes, process.memoryUsage().heapUsed);
+    const memory = process.memoryUsage();
+    peakHeapUsedBytes = Math.max(peakHeapUsedBytes, memory.heapUsed);
+    peakRssBytes = Math.max(peakRssBytes, memory.rss);
   }, 20).unref();
   const lines = readline.createInterface({ input: process.stdin });
   lines.on("line", (line) => {
@@ -91,9 +96,11 @@ export function serveParent(ready: unknown, stop: () => Promise<void>, extra?: (
       heapUsedBytes: memory.heapUsed,
       maxRssBytes: process.resourceUsage().maxRSS * 1024,
       peakHeapUsedBytes: Math.max(peakHeapUsedBytes, memory.heapUsed),
+      peakRssBytes: Math.max(peakRssBytes, memory.rss),
       ...(extra ? { extra: extra() } : {}),
     };
     peakHeapUsedBytes = memory.heapUsed;
+    peakRssBytes = memory.rss;
     process.stdout.write(JSON.stringify(sample) + "\n");
   });
   lines.on("close", () => {
