@@ -1,7 +1,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAxonProcess, type AxonProcess } from "../support/axon-process.js";
-import { alice, bob, httpOp, operationsApi, roomyAdmission, startUpstream, writeFiles } from "../support/operations.js";
+import { alice, bob, carol, httpOp, operationsApi, roomyAdmission, startUpstream, writeFiles } from "../support/operations.js";
 import { createPostgresDatabase, queryPostgres, type TestDatabase } from "../support/postgres-database.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
@@ -174,8 +174,8 @@ describe("two replica processes sharing one PostgreSQL database", () => {
 });
 
 describe("admission limits across two replica processes", () => {
-  // Exact limits: 10 pending approvals per client, 15 active operations in all.
-  const admission = { ...roomyAdmission, client_pending: 10, global_active: 15 };
+  // Exact limits: 10 pending approvals per client, 15 active operations in all, and carol may submit 3 a minute.
+  const admission = { ...roomyAdmission, client_pending: 10, global_active: 15, clients: { carol: { requests_per_window: 3 } } };
   let upstream: Upstream;
   let database: TestDatabase;
   let replicas: AxonProcess[] = [];
@@ -192,22 +192,25 @@ describe("admission limits across two replica processes", () => {
     upstream?.close();
   });
 
-  /** Fires `count` submits of one client at once, alternating replicas; answers status codes and categories. */
-  async function burst(token: string, prefix: string, count: number) {
+  /** Fires `count` submits of one client at once, alternating replicas; answers how many were admitted. */
+  async function burst(token: string, prefix: string, count: number, retryAfter: (value: number) => boolean) {
     const answers = await Promise.all(
       Array.from({ length: count }, (_, index) => operationsApi(replicas[index % 2]!.url).post(token, httpOp(`${prefix}-${index}`, `/${prefix}/${index}`))),
     );
     for (const refused of answers.filter((answer) => answer.status !== 202)) {
       expect(refused.status).toBe(429);
-      expect(refused.headers.get("retry-after")).toBe("2");
+      expect(retryAfter(Number(refused.headers.get("retry-after")))).toBe(true);
       expect(refused.body.details[0]).toMatchObject({ reason: expect.any(String), metadata: { category: "rate_limited" } });
     }
     return answers.filter((answer) => answer.status === 202).length;
   }
 
-  it("hold exactly: a client's pending limit, then the global active limit, whichever replica each submit reaches", async () => {
-    expect(await burst(alice, "a", 100)).toBe(10); // alice's 10 pending approvals
-    expect(await burst(bob, "b", 100)).toBe(5); // 15 active in all
+  it("hold exactly, whichever replica each submit reaches: a client's rate, its pending limit, then the global active limit", async () => {
+    const toWindowEnd = (seconds: number) => seconds >= 1 && seconds <= 60;
+    const capacity = (seconds: number) => seconds === 2;
+    expect(await burst(carol, "c", 50, toWindowEnd)).toBe(3); // carol's 3 a minute
+    expect(await burst(alice, "a", 100, capacity)).toBe(10); // alice's 10 pending approvals
+    expect(await burst(bob, "b", 100, capacity)).toBe(2); // 15 active in all
     const counts = await queryPostgres<{ operations: number; pending: number }>(
       database.url,
       `SELECT (SELECT count(*)::int FROM "Operation") AS operations, (SELECT count(*)::int FROM "Grant" WHERE status = 'pending') AS pending`,

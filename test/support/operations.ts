@@ -9,6 +9,7 @@ type Json = Record<string, any>;
 export const secret = () => randomBytes(32).toString("base64url");
 export const alice = secret();
 export const bob = secret();
+export const carol = secret();
 export const operator = secret();
 export const upstreamToken = `tok_${randomBytes(24).toString("hex")}`;
 
@@ -65,7 +66,7 @@ export function writeFiles(upstreamUrl: string, admission: Json, policy?: Json) 
     return path.join(dir, name);
   };
   return {
-    AXON_CLIENTS_FILE: file("clients", `alice = ${alice}\nbob = ${bob}\n`),
+    AXON_CLIENTS_FILE: file("clients", `alice = ${alice}\nbob = ${bob}\ncarol = ${carol}\n`),
     AXON_OPERATORS_FILE: file("operators", `ops = ${operator}\n`),
     AXON_CREDENTIALS_FILE: file(
       "credentials.json",
