@@ -132,21 +132,23 @@ describe("two replica processes sharing one PostgreSQL database", () => {
   }, 180_000);
 
   it("a replica killed with SIGKILL mid-execution: the other reconciles its operations once its lease lapses, never re-running them, and nobody touches the survivor's", async () => {
-    // Each replica claims what was submitted to it first (a local wake-up beats a notification), so both hold some.
-    const paths = Array.from({ length: 8 }, (_, index) => `/auto/hold/${index}`);
-    const ids = await Promise.all(
-      paths.map(async (path, index) => (await (index % 2 === 0 ? onFirst : onSecond).post(alice, httpOp(`kill-${index}`, path))).body.id as string),
-    );
-    await until(async () => (paths.every((path) => timesReceived(upstream, path) === 1) ? true : undefined), "every operation to reach the upstream");
-    const claims = await queryPostgres<{ id: string; claimedBy: string; state: string }>(
-      database.url,
-      `SELECT id, "claimedBy", state FROM "Operation" WHERE "idempotencyKey" LIKE 'kill-%'`,
-    );
+    // Operations the upstream holds stay executing, claimed by whichever replica won each. Submit until both hold
+    // some: a replica runs at most 8 at once, so the other must claim by the 17th at the latest.
+    const paths: string[] = [];
+    const ids: string[] = [];
+    type Claim = { id: string; claimedBy: string; state: string };
+    let claims: Claim[] = [];
+    while (new Set(claims.map((claim) => claim.claimedBy)).size < 2) {
+      expect(ids.length).toBeLessThan(17);
+      const path = `/auto/hold/${ids.length}`;
+      ids.push((await (ids.length % 2 === 0 ? onFirst : onSecond).post(alice, httpOp(`kill-${ids.length}`, path))).body.id as string);
+      paths.push(path);
+      await until(async () => (timesReceived(upstream, path) === 1 ? true : undefined), `${path} to reach the upstream`);
+      claims = await queryPostgres<Claim>(database.url, `SELECT id, "claimedBy", state FROM "Operation" WHERE "idempotencyKey" LIKE 'kill-%'`);
+    }
     expect(claims.every((row) => row.state === "executing")).toBe(true);
     const killedOnes = claims.filter((row) => row.claimedBy === replicaId(first)).map((row) => row.id);
     const survivorsOnes = claims.filter((row) => row.claimedBy === replicaId(second)).map((row) => row.id);
-    expect(killedOnes.length).toBeGreaterThan(0);
-    expect(survivorsOnes.length).toBeGreaterThan(0);
     expect(killedOnes.length + survivorsOnes.length).toBe(ids.length);
 
     first.child.kill("SIGKILL");
