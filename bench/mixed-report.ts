@@ -23,6 +23,8 @@ export interface PhaseResult {
   llmRequests: number;
   benchCpuMicros: number;
   postgresCpuMicros?: number;
+  /** Backends waiting on the admission lock (an advisory lock), sampled every 200 ms: peak and mean. */
+  admissionLockWaiters?: { peak: number; mean: number };
   loadAverage: [number, number];
 }
 
@@ -141,9 +143,9 @@ export function printReport(report: Report): void {
   console.log("Agent Operations (`agent.chat` allowed by the policy: submit, executed by a worker, long-polled to `succeeded`):");
   console.log("");
   console.log(
-    "| Setup | Phase | operations/s | submit p50 ms | submit p99 ms | to succeeded p50 ms | p90 | p99 | max | waits per op | errors | ÷ raw inserts: per s | submit p50 |",
+    "| Setup | Phase | operations/s | submit p50 ms | submit p99 ms | to succeeded p50 ms | p90 | p99 | max | waits per op | errors | ÷ raw inserts: per s | submit p50 | waiting on the admission lock, mean (peak) |",
   );
-  console.log("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+  console.log("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
   for (const setup of setups) {
     const raw = rawInserts.get(setup.provider)!;
     const rawFigures = latencies(raw.latenciesMs);
@@ -155,7 +157,7 @@ export function printReport(report: Report): void {
       console.log(
         `| ${setup.name} | ${phase.name} | ${count(rate)} | ${ms(submit.p50)} | ${ms(submit.p99)} | ${row(latencies(operations.latenciesMs))} | ` +
           `${(operations.waits / Math.max(1, operations.requests + operations.errors)).toFixed(2)} | ${operations.errors} | ${times(rate, raw.requests / raw.seconds)} | ` +
-          `${times(submit.p50, rawFigures.p50)} |`,
+          `${times(submit.p50, rawFigures.p50)} | ${waiters(phase)} |`,
       );
     }
   }
@@ -225,6 +227,11 @@ export function printReport(report: Report): void {
     const match = setup.accepted === setup.operationRows ? "one row per accepted submit" : "NOT one row per accepted submit";
     console.log(`${setup.name}: ${setup.accepted} submits accepted (warm-up included), the database holds ${setup.operationRows} operations (${match}).`);
   }
+}
+
+function waiters(phase: PhaseResult): string {
+  const sampled = phase.admissionLockWaiters;
+  return sampled ? `${sampled.mean.toFixed(1)} (${sampled.peak})` : "–";
 }
 
 /** All replicas' CPU over a phase, in microseconds. */

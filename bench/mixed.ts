@@ -11,7 +11,7 @@ import { KeepAliveHttpClient, RawGrpcClient, type HttpRequestSpec } from "./clie
 import { runLoad, runUntil, type LoadResult } from "./load.js";
 import { ChatCrowd, listCaller, listMethod, OperationTraffic, type CrowdResult, type Origin } from "./load-traffic.js";
 import { printReport, type Baselines, type PhaseName, type PhaseResult, type SetupResult } from "./mixed-report.js";
-import { backendCpuBetween, backendCpuMicros, createPostgresDatabase } from "./postgres.js";
+import { backendCpuBetween, backendCpuMicros, createPostgresDatabase, watchAdvisoryLockWaiters } from "./postgres.js";
 import { countRows, openRawSubmitStore, readSubmitRows } from "./raw-submit-store.js";
 import type { AxonReady } from "./serve-axon.js";
 import type { BaselinesReady, CannedResponses } from "./serve-baselines.js";
@@ -307,6 +307,7 @@ async function runPhase(name: PhaseName, kinds: { list?: boolean; chats?: boolea
   await context.llm.sample();
   const llmBefore = (await context.llm.sample()).cpuMicros;
   const postgresBefore = context.database ? await backendCpuMicros(context.database) : undefined;
+  const lockWaiters = context.database ? watchAdvisoryLockWaiters(context.database) : undefined;
   const benchBefore = process.cpuUsage();
   context.operations.reset();
   const started = performance.now();
@@ -325,6 +326,7 @@ async function runPhase(name: PhaseName, kinds: { list?: boolean; chats?: boolea
   const serversAfter = await Promise.all(context.replicas.map((axon) => axon.sample()));
   const llmAfter = await context.llm.sample();
   const postgresCpuMicros = postgresBefore ? backendCpuBetween(postgresBefore, await backendCpuMicros(context.database!)) : undefined;
+  const admissionLockWaiters = await lockWaiters?.stop();
   const result: PhaseResult = {
     name,
     seconds,
@@ -338,6 +340,7 @@ async function runPhase(name: PhaseName, kinds: { list?: boolean; chats?: boolea
     llmRequests: (llmAfter.extra as ScriptedLlmTraffic).received,
     benchCpuMicros: bench.user + bench.system,
     ...(postgresCpuMicros !== undefined ? { postgresCpuMicros } : {}),
+    ...(admissionLockWaiters ? { admissionLockWaiters } : {}),
     loadAverage: [loadBefore, os.loadavg()[0]!],
   };
   process.stderr.write(`  ${name}: ${describe(result)}\n`);

@@ -68,3 +68,35 @@ export function backendCpuBetween(before: Map<number, number>, after: Map<number
   for (const [pid, total] of after) micros += total - (before.get(pid) ?? 0);
   return micros;
 }
+
+/**
+ * Samples, every `everyMs` until stopped, how many backends of `database` are waiting on an advisory lock (for
+ * Axon, the one lock every submit's transaction takes first, across replicas): the peak and the mean of the samples.
+ */
+export function watchAdvisoryLockWaiters(database: string, everyMs = 200): { stop(): Promise<{ peak: number; mean: number }> } {
+  const client = new pg.Client({ connectionString: adminUrl });
+  const counts: number[] = [];
+  let stopped = false;
+  const sampling = (async () => {
+    await client.connect();
+    try {
+      while (!stopped) {
+        const { rows } = await client.query<{ waiting: string }>(
+          `SELECT count(*) AS waiting FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock' AND wait_event = 'advisory'`,
+          [database],
+        );
+        counts.push(Number(rows[0]!.waiting));
+        await new Promise((resolve) => setTimeout(resolve, everyMs));
+      }
+    } finally {
+      await client.end();
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await sampling;
+      return { peak: Math.max(0, ...counts), mean: counts.reduce((total, count) => total + count, 0) / Math.max(1, counts.length) };
+    },
+  };
+}
