@@ -304,7 +304,7 @@ interface PhaseContext {
 async function runPhase(name: PhaseName, kinds: { list?: boolean; chats?: boolean; operations?: boolean }, context: PhaseContext): Promise<PhaseResult> {
   const loadBefore = os.loadavg()[0]!;
   const serversBefore = await Promise.all(context.replicas.map((axon) => axon.sample()));
-  await context.llm.sample();
+  // Each sample empties the LLM's record of requests, so the one after the phase counts the phase's alone.
   const llmBefore = (await context.llm.sample()).cpuMicros;
   const postgresBefore = context.database ? await backendCpuMicros(context.database) : undefined;
   const lockWaiters = context.database ? watchAdvisoryLockWaiters(context.database) : undefined;
