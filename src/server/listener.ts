@@ -2,6 +2,13 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 
+/**
+ * Connections the kernel may hold before they are accepted. Node's default (511) overflows when a thousand clients
+ * connect at once while the event loop is busy, and some of the overflowed handshakes end reset 15 s later
+ * (docs/benchmarks.md, Load). The kernel caps it at net.core.somaxconn.
+ */
+const acceptBacklog = 4096;
+
 export type HttpRequest = http.IncomingMessage | http2.Http2ServerRequest;
 export type HttpResponse = http.ServerResponse | http2.Http2ServerResponse;
 export type RequestHandler = (req: HttpRequest, res: HttpResponse) => void;
@@ -66,7 +73,7 @@ export async function listen(handler: RequestHandler, options: ListenerOptions):
 
   await new Promise<void>((resolve, reject) => {
     tcpServer.once("error", reject);
-    tcpServer.listen(options.port, options.host, () => resolve());
+    tcpServer.listen(options.port, options.host, acceptBacklog, () => resolve());
   });
   const address = tcpServer.address() as net.AddressInfo;
 
