@@ -77,20 +77,14 @@ export class AgentRuntime implements ChatRunner {
     this.runTurn(session, turn)
       .then(
         () => queue.end(),
-        (error: unknown) => {
-          if (deadline.aborted && !turn.signal.aborted) {
-            queue.fail(
-              new AxonError(Code.DeadlineExceeded, "MAX_EXECUTION_SECONDS", "the chat ran past max_execution_seconds", {
-                metadata: { max_execution_seconds: String(network.limits.maxExecutionSeconds) },
-              }),
-            );
-          } else if (isDeadline(turn.signal.reason)) {
-            // The protocol layer's own deadline error carries no ErrorInfo; a REST client still reading must learn why.
-            queue.fail(new AxonError(Code.DeadlineExceeded, "CLIENT_DEADLINE", "the chat ran past the client's deadline"));
-          } else {
-            queue.fail(error);
-          }
-        },
+        (error: unknown) =>
+          queue.fail(
+            deadline.aborted && !turn.signal.aborted
+              ? new AxonError(Code.DeadlineExceeded, "MAX_EXECUTION_SECONDS", "the chat ran past max_execution_seconds", {
+                  metadata: { max_execution_seconds: String(network.limits.maxExecutionSeconds) },
+                })
+              : error,
+          ),
       )
       .finally(() => {
         this.chatsInFlight--;
@@ -153,11 +147,6 @@ export class AgentRuntime implements ChatRunner {
     }
     return llm;
   }
-}
-
-/** The caller's deadline (grpc-timeout, connect-timeout-ms) stopped the turn, as opposed to a cancel or a shutdown. */
-function isDeadline(reason: unknown): boolean {
-  return typeof reason === "object" && reason !== null && (reason as { code?: unknown }).code === Code.DeadlineExceeded;
 }
 
 function isLlmNode(spec: AgentSpec): boolean {

@@ -230,7 +230,7 @@ describe("a client deadline shorter than max_execution_seconds (network `toolbox
     for (const ending of ended) expect(ending.code, ending.protocol).toBe(Code.DeadlineExceeded);
     // The REST client kept reading past its deadline: the server itself ended the stream, and said why.
     for (const ending of ended.filter(({ protocol }) => protocol === "REST json-lines")) {
-      expect(ending.errorInfo).toEqual({ reason: "CLIENT_DEADLINE", metadata: { category: "timeout" } });
+      expect(ending.errorInfo).toEqual({ reason: "DEADLINE_EXCEEDED", metadata: { category: "timeout" } });
     }
 
     await within(5000, llm.whenAborted(streams), "the LLM requests' aborts");
