@@ -28,6 +28,17 @@ function replicaId(axon: AxonProcess): string {
   return started!.replica as string;
 }
 
+/** Starts replicas side by side, each kept in `started` as soon as it runs, so that afterAll stops it whatever fails. */
+function startReplicas(env: Record<string, string>, count: number, started: AxonProcess[]): Promise<AxonProcess[]> {
+  return Promise.all(
+    Array.from({ length: count }, async () => {
+      const axon = await startAxonProcess(env, { startupMs: 60_000 });
+      started.push(axon);
+      return axon;
+    }),
+  );
+}
+
 /** Runs `work` over `items` with at most `concurrency` in flight. */
 async function pool<T, R>(items: T[], concurrency: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
   const results: R[] = new Array(items.length);
@@ -69,8 +80,7 @@ describe("two replica processes sharing one PostgreSQL database", () => {
     upstream = await startUpstream();
     database = await createPostgresDatabase();
     env = { ...writeFiles(upstream.url, roomyAdmission, policy), DATABASE_URL: database.url, AXON_REPLICA_LEASE_SECONDS: String(leaseSeconds) };
-    [first, second] = await Promise.all([startAxonProcess(env, { startupMs: 60_000 }), startAxonProcess(env, { startupMs: 60_000 })]);
-    processes.push(first, second);
+    [first, second] = (await startReplicas(env, 2, processes)) as [AxonProcess, AxonProcess];
     onFirst = operationsApi(first.url);
     onSecond = operationsApi(second.url);
   });
@@ -180,13 +190,12 @@ describe("admission limits across two replica processes", () => {
   const admission = { ...roomyAdmission, client_pending: 10, global_active: 15, clients: { carol: { requests_per_window: 3 } } };
   let upstream: Upstream;
   let database: TestDatabase;
-  let replicas: AxonProcess[] = [];
+  const replicas: AxonProcess[] = [];
 
   beforeAll(async () => {
     upstream = await startUpstream();
     database = await createPostgresDatabase();
-    const env = { ...writeFiles(upstream.url, admission), DATABASE_URL: database.url };
-    replicas = await Promise.all([startAxonProcess(env, { startupMs: 60_000 }), startAxonProcess(env, { startupMs: 60_000 })]);
+    await startReplicas({ ...writeFiles(upstream.url, admission), DATABASE_URL: database.url }, 2, replicas);
   });
   afterAll(async () => {
     await Promise.all(replicas.map((axon) => axon.stop(2000)));
