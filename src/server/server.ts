@@ -24,6 +24,7 @@ import { routes, type Services } from "./routes.js";
 import { writeJson, writeStatusError } from "./rest/http-response.js";
 import { toConnectError } from "./status.js";
 import { createTransferRoutes } from "./transfer-routes.js";
+import { refuseUndecodable } from "./undecodable.js";
 import { serveWebConsole } from "./web-console.js";
 
 export interface AxonServerOptions extends Services {
@@ -113,7 +114,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
       values.set(protocolKey, protocolOf(req.headers["content-type"]));
       if (legacy) values.set(pathAgentNameKey, legacy[1] ?? "");
       const response = await rpc(universalRequestFromNodeRequest(req, res, undefined, values));
-      return universalResponseToNodeResponse(response, res);
+      return universalResponseToNodeResponse(await refuseUndecodable(response), res);
     }
     if (await webConsole.handle(req, res)) return;
     if (await rest.handle(req, res, values)) return;

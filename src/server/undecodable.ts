@@ -1,0 +1,53 @@
+import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { invalidArgument } from "../errors.js";
+import { toConnectError } from "./status.js";
+
+/**
+ * connect-es answers a request body that does not decode as the method's request message with INTERNAL ("parse
+ * binary: ..."), the mapping it shares with clients reading a bad response. On a server that is the caller's mistake,
+ * so it becomes INVALID_ARGUMENT (category rejected) where the status travels outside the body: Connect unary (HTTP 500
+ * before, 400 now) and gRPC trailers. gRPC-Web and Connect streams carry their status inside the body with HTTP 200 and
+ * keep the library's mapping.
+ */
+export async function refuseUndecodable(response: UniversalServerResponse): Promise<UniversalServerResponse> {
+  const { body, trailer } = response;
+  if (!body || !(Symbol.asyncIterator in body)) return response;
+  if (trailer) return { ...response, body: rewritingTrailer(body, trailer) };
+  if (response.status !== 500 || response.header?.get("content-encoding")) return response;
+
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of body) chunks.push(chunk);
+  const bytes = Buffer.concat(chunks);
+  if (!isUndecodable(parsedMessage(bytes))) return { ...response, body: single(bytes) };
+  const refusal = errorToJsonBytes(undecodable(), {});
+  const header = new Headers(response.header);
+  header.set("content-length", String(refusal.byteLength));
+  return { ...response, status: 400, header, body: single(refusal) };
+}
+
+async function* rewritingTrailer(body: AsyncIterable<Uint8Array>, trailer: Headers): AsyncIterable<Uint8Array> {
+  yield* body;
+  // The trailers are written once the body has ended: the status is final by now, and not yet sent.
+  if (trailer.get("grpc-status") === "13" && isUndecodable(decodeURIComponent(trailer.get("grpc-message") ?? ""))) {
+    setTrailerStatus(trailer, undecodable());
+  }
+}
+
+const undecodable = () => toConnectError(invalidArgument("REQUEST_UNDECODABLE", "the request body does not decode as the method's request message"));
+
+const isUndecodable = (message: string | undefined) => message?.startsWith("parse binary: ") === true;
+
+function parsedMessage(bytes: Buffer): string | undefined {
+  try {
+    const { message } = JSON.parse(bytes.toString("utf8")) as { message?: unknown };
+    return typeof message === "string" ? message : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function* single(bytes: Uint8Array): AsyncIterable<Uint8Array> {
+  yield bytes;
+}
