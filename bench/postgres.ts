@@ -1,34 +1,9 @@
-import { randomBytes } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import pg from "pg";
+import { adminUrl, createPostgresDatabase as createTestDatabase } from "../test/support/postgres-database.js";
 
-/** The local server's maintenance database: PostgreSQL on 127.0.0.1:5432, trust auth. */
-const adminUrl = process.env.AXON_BENCH_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
-
-export interface BenchDatabase {
-  name: string;
-  url: string;
-  drop(): Promise<void>;
-}
-
-/** A fresh, uniquely named database for one bench run; `drop` removes it even if connections remain. */
-export async function createPostgresDatabase(): Promise<BenchDatabase> {
-  const name = `axon_bench_${randomBytes(6).toString("hex")}`;
-  await admin(`CREATE DATABASE ${name}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return { name, url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
-}
-
-async function admin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
+/** A fresh database for one bench run, named axon_bench_<random>; `drop` removes it even if connections remain. */
+export const createPostgresDatabase = () => createTestDatabase("axon_bench");
 
 const ticksPerSecond = 100; // USER_HZ on Linux
 

@@ -11,6 +11,7 @@ import { ConciergeServiceClient, type ConciergeResponse } from "../gen/neuro_san
 import { alice, operationsApi, roomyAdmission, startUpstream, writeFiles } from "../support/operations.js";
 import { defaultReply, ScriptedLlm } from "../support/scripted-llm/scripted-llm.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { within } from "../support/wait.js";
 
 // Issue 7: a slow or hung LLM or upstream. Deadlines hold under load, every stream ends with a clear status, the server
 // keeps answering meanwhile, and nothing is left hanging on the dependency's side afterwards.
@@ -101,12 +102,6 @@ function concurrentChats(perProtocol: number, network: string, deadlineMs?: numb
   );
 }
 
-/** Rejects when `promise` has not settled in `ms`: the liveness bound of a test that must not hang. */
-function within<T>(ms: number, promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)));
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
-}
 
 /**
  * A held request is recorded `aborted` only when its socket closes (a held response never finishes): so when every held

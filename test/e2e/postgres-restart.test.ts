@@ -8,6 +8,7 @@ import { alice, httpOp, operationsApi, roomyAdmission, startUpstream, writeFiles
 import { queryPostgres } from "../support/postgres-database.js";
 import { startPrivatePostgres, type PrivatePostgres } from "../support/private-postgres.js";
 import { ScriptedLlm } from "../support/scripted-llm/scripted-llm.js";
+import { until } from "../support/wait.js";
 
 type Json = Record<string, any>;
 type Phase = "up" | "stopping" | "down" | "starting" | "back";
@@ -26,18 +27,6 @@ interface Outcome {
 
 const loadPath = "/load";
 const run = `restart-${Date.now().toString(36)}`;
-
-function until(condition: () => boolean, what: string, ms: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const deadline = Date.now() + ms;
-    const check = () => {
-      if (condition()) resolve();
-      else if (Date.now() > deadline) reject(new Error(`not within ${ms} ms: ${what}`));
-      else setTimeout(check, 50);
-    };
-    check();
-  });
-}
 
 const alive = (axon: AxonProcess) => axon.child.exitCode === null && axon.child.signalCode === null;
 

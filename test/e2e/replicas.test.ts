@@ -4,6 +4,7 @@ import { startAxonProcess, type AxonProcess } from "../support/axon-process.js";
 import { alice, bob, carol, httpOp, operationsApi, roomyAdmission, startUpstream, writeFiles } from "../support/operations.js";
 import { createPostgresDatabase, queryPostgres, type TestDatabase } from "../support/postgres-database.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { until } from "../support/wait.js";
 
 /*
  * Replicas are separate `npm start` processes sharing one fresh PostgreSQL database, as they would be deployed.
@@ -52,16 +53,6 @@ async function pool<T, R>(items: T[], concurrency: number, work: (item: T, index
     }),
   );
   return results;
-}
-
-async function until<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 const timesReceived = (upstream: Upstream, path: string) => upstream.received.filter((request) => request.url === path).length;
@@ -153,7 +144,7 @@ describe("two replica processes sharing one PostgreSQL database", () => {
       const path = `/auto/hold/${ids.length}`;
       ids.push((await (ids.length % 2 === 0 ? onFirst : onSecond).post(alice, httpOp(`kill-${ids.length}`, path))).body.id as string);
       paths.push(path);
-      await until(async () => (timesReceived(upstream, path) === 1 ? true : undefined), `${path} to reach the upstream`);
+      await until(() => timesReceived(upstream, path) === 1, `${path} to reach the upstream`);
       claims = await queryPostgres<Claim>(database.url, `SELECT id, "claimedBy", state FROM "Operation" WHERE "idempotencyKey" LIKE 'kill-%'`);
     }
     expect(claims.every((row) => row.state === "executing")).toBe(true);
@@ -281,7 +272,7 @@ describe("two in-process replicas on one PostgreSQL: the sweeper and the event f
       expect(delivered).toEqual([]); // nothing past the missing seq while it may still come
 
       await slow.query("COMMIT");
-      await until(async () => (delivered.length >= 2 ? true : undefined), "the feed to catch up");
+      await until(() => delivered.length >= 2, "the feed to catch up");
       expect(delivered).toEqual([held, held + 1]);
       abort.abort();
       await feed;

@@ -8,6 +8,7 @@ import { Prisma, type PrismaClient } from "../../src/store/database.js";
 import { alice, bob, operationsApi, roomyAdmission, writeFiles } from "../support/operations.js";
 import { createPostgresDatabase, type TestDatabase } from "../support/postgres-database.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { until } from "../support/wait.js";
 
 type Json = Record<string, any>;
 
@@ -84,14 +85,6 @@ async function everyRow(prisma: PrismaClient): Promise<string> {
 }
 
 const reasonOf = (body: Json) => body.details?.find((detail: Json) => detail["@type"] === "type.googleapis.com/google.rpc.ErrorInfo")?.reason;
-
-async function eventually(check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("condition not reached in time");
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 const sealedOp = (key: string, ref: string, pathname = "/echo") => ({
   idempotency_key: key,
@@ -351,7 +344,7 @@ describe.each(["sqlite", "postgresql"] as const)("Agent V1 transfers on %s", (pr
       expect(response.headers.get("repr-digest")).toBe(`sha-256=:${sha256.toString("base64")}:`);
       expect(Buffer.from(await response.arrayBuffer()).equals(content)).toBe(true);
 
-      await eventually(async () => (await prisma.transferStream.count({ where: { id: uploaded.body.id } })) === 0);
+      await until(async () => (await prisma.transferStream.count({ where: { id: uploaded.body.id } })) === 0, "the downloaded stream to be deleted", 5000);
       expect(await prisma.transferChunk.count({ where: { streamId: uploaded.body.id } })).toBe(0);
       const again = await api.download(alice, uploaded.body.id);
       expect(again.status).toBe(404);
@@ -423,10 +416,10 @@ describe.each(["sqlite", "postgresql"] as const)("Agent V1 transfers on %s", (pr
         request.on("close", () => resolve());
         request.write(randomBytes(300 * 1024));
         // Once the first chunk is stored, the client goes away.
-        void eventually(async () => (await prisma.transferChunk.count({ where: { stream: { clientId: "bob" } } })) > 0).then(() => request.destroy());
+        void until(async () => (await prisma.transferChunk.count({ where: { stream: { clientId: "bob" } } })) > 0, "a first chunk stored", 5000).then(() => request.destroy());
       });
       await socketClosed;
-      await eventually(async () => (await prisma.transferStream.count({ where: { clientId: "bob" } })) === 0);
+      await until(async () => (await prisma.transferStream.count({ where: { clientId: "bob" } })) === 0, "the abandoned upload to be removed", 5000);
       expect(await prisma.transferChunk.count({ where: { stream: { clientId: "bob" } } })).toBe(0);
     });
   });
@@ -452,7 +445,7 @@ describe.each(["sqlite", "postgresql"] as const)("Agent V1 transfers on %s", (pr
       expect(Buffer.from(await response.arrayBuffer()).equals(content)).toBe(true);
       // The replica deletes it once the download went out whole; the first server then knows it no more. A download
       // that starts while the chunks are being deleted is cut off (its body cannot be completed): not gone yet.
-      await eventually(async () => {
+      await until(async () => {
         try {
           const again = await api.download(alice, uploaded.body.id);
           await again.arrayBuffer();
@@ -460,7 +453,7 @@ describe.each(["sqlite", "postgresql"] as const)("Agent V1 transfers on %s", (pr
         } catch {
           return false;
         }
-      });
+      }, "the stream to be gone on the first server", 5000);
     } finally {
       await replica.close();
     }
@@ -531,6 +524,6 @@ describe("transfer caps", () => {
     expect(reasonOf(refused.body)).toBe("CLIENT_STREAM_BYTES_LIMIT");
     expect((await api.upload(bob, randomBytes(600))).status).toBe(201);
     await (await api.download(alice, first.body.id)).arrayBuffer();
-    await eventually(async () => (await api.upload(alice, randomBytes(600))).status === 201);
+    await until(async () => (await api.upload(alice, randomBytes(600))).status === 201, "an upload to fit again", 5000);
   });
 });

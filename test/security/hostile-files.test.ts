@@ -4,18 +4,13 @@ import { HoconError, parseHoconFile } from "../../src/agents/hocon.js";
 import { AgentRegistry } from "../../src/agents/registry.js";
 import { REDACTED, SANITIZED_MAX_LENGTH, sanitizeProviderError, sanitizeProviderText } from "../../src/operations/sanitize.js";
 import { NetworkFolder, smallNetwork } from "../agents/fixture.js";
+import { within } from "../support/wait.js";
 
 declare global {
   // Set only if network text managed to run code.
   var __axonHostileRan: unknown;
 }
 
-/** Settles within `ms` or fails: a parser that hangs on some input is a finding too. */
-function within<T>(ms: number, promise: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_resolve, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)));
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
 
 /** Pieces of HOCON syntax, including every feature that executes code, fetches or reads the environment upstream. */
 const hoconPiece = fc.oneof(
@@ -44,7 +39,7 @@ describe("hostile network files", () => {
       fc.asyncProperty(hoconText, async (text) => {
         await folder.write({ "registries/net.hocon": text });
         try {
-          const parsed = await within(2000, parseHoconFile(folder.path("registries/net.hocon"), { projectRoot: folder.root }));
+          const parsed = await within(2000, parseHoconFile(folder.path("registries/net.hocon"), { projectRoot: folder.root }), "parsing");
           expect(typeof parsed.value).toBe("object");
         } catch (error) {
           expect(error, String(error)).toBeInstanceOf(HoconError);
@@ -59,7 +54,7 @@ describe("hostile network files", () => {
     await fc.assert(
       fc.asyncProperty(hoconText, async (text) => {
         await folder.write({ "registries/net.hocon": text });
-        const registry = await within(3000, AgentRegistry.load({ manifestFile: folder.path("registries/manifest.hocon"), projectRoot: folder.root }));
+        const registry = await within(3000, AgentRegistry.load({ manifestFile: folder.path("registries/manifest.hocon"), projectRoot: folder.root }), "loading");
         try {
           expect(registry.get("good")).toBeDefined();
           const problem = registry.problems.find((p) => p.file === folder.path("registries/net.hocon"));
@@ -82,7 +77,7 @@ describe("hostile network files", () => {
     ["an include that leaves the folder", 'include file("../../../../../../etc/passwd")', /outside the network folder and the project root/],
   ])("%s is refused and runs nothing", async (_name, text, reason) => {
     await folder.write({ "registries/net.hocon": text, "registries/hostile.js": "globalThis.__axonHostileRan = 1;\nexport default {};\n" });
-    const parsing = within(2000, parseHoconFile(folder.path("registries/net.hocon"), { projectRoot: folder.root }));
+    const parsing = within(2000, parseHoconFile(folder.path("registries/net.hocon"), { projectRoot: folder.root }), "parsing");
     await expect(parsing).rejects.toBeInstanceOf(HoconError);
     await expect(parsing).rejects.toMatchObject({ reason: expect.stringMatching(reason) });
     expect(globalThis.__axonHostileRan).toBeUndefined();
