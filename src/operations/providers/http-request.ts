@@ -5,6 +5,7 @@ import { REDACTED, sanitizeProviderError, secretVariants } from "../sanitize.js"
 import { HTTP_METHODS, isHttpMethod, type Credential, type Credentials, type HttpMethod } from "./credentials.js";
 import type { ExecutionContext, ExecutionOutcome, OperationToExecute, Presentation, Provider } from "./provider.js";
 import { isJsonObject } from "../../json.js";
+import { findUnstorableJson, maxJsonDepth, unstorableCharacter } from "../json-safety.js";
 import { failed, fieldKey, printable, truncate } from "./transcript-text.js";
 
 export interface HttpRequestProviderOptions {
@@ -59,8 +60,6 @@ const MAX_PATH_LENGTH = 2048;
 const MAX_URL_LENGTH = 8192;
 const MAX_HEADER_VALUE_LENGTH = 1024;
 const MAX_RESULT_HEADER_LENGTH = 500;
-/** Deeper JSON stays text: the result is walked, stored and re-serialized by recursive code downstream. */
-const MAX_JSON_DEPTH = 64;
 
 /**
  * `http.request` (spec §8): a credential broker. The agent names a credential and a path under its base URL; the
@@ -267,15 +266,20 @@ function planRequest(
   }
 
   const query = args["query"];
-  if (query !== undefined) {
-    if (!isJsonObject(query)) violate("arguments.query", "must be an object of strings, numbers or booleans");
+  if (query !== undefined && !isJsonObject(query)) violate("arguments.query", "must be an object of strings, numbers or booleans");
+  else if (query !== undefined) {
+    // What the store would drop or change (a `__proto__` key, NUL, an unpaired surrogate) would silently not be sent.
+    const unstorable = findUnstorableJson(query, "arguments.query");
+    if (unstorable !== undefined) violations.push(unstorable);
     else {
+      const parameters: string[] = [];
       for (const [key, value] of Object.entries(query)) {
-        if (key === "") violate("arguments.query", "parameter names may not be empty");
-        else if (typeof value === "string" || typeof value === "boolean" || (typeof value === "number" && Number.isFinite(value))) {
-          url?.searchParams.append(key, String(value));
-        } else violate(`arguments.query.${fieldKey(key)}`, "must be a string, a number or a boolean");
+        const problem = key === "" ? "parameter names may not be empty" : queryValueProblem(value);
+        if (problem !== undefined) violate(key === "" ? "arguments.query" : `arguments.query.${fieldKey(key)}`, problem);
+        else parameters.push(`${encodeURIComponent(key)}=${encodeURIComponent(String(value))}`);
       }
+      // %20, not form encoding's `+`: to an upstream that reads the query by RFC 3986 alone, `+` is a plus sign.
+      if (url !== undefined && parameters.length > 0) url.search = parameters.join("&");
     }
   }
   if (url !== undefined && url.href.length > MAX_URL_LENGTH) violate("arguments.query", `makes the URL longer than ${MAX_URL_LENGTH} characters`);
@@ -335,7 +339,7 @@ const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
  * Why a target path could leave the credential's base URL, or undefined when it cannot. The path is joined to the
  * base path as it is, so everything a parser or an upstream might read as "go up" or "go elsewhere" is refused:
  * dot segments (also percent-encoded, nested encodings, and Tomcat's `..;`), encoded slashes and backslashes,
- * absolute URLs and `//host`.
+ * absolute URLs, `//host`, and escapes that do not decode to UTF-8.
  */
 function pathProblemOf(path: JsonValue | undefined): string | undefined {
   if (typeof path !== "string") return "is required: a path under the credential's base URL";
@@ -348,22 +352,60 @@ function pathProblemOf(path: JsonValue | undefined): string | undefined {
   const segments = path.replace(/^\//, "").split("/");
   for (const [index, segment] of segments.entries()) {
     if (segment === "" && index < segments.length - 1) return "may not contain empty segments";
-    if (leavesItsPlace(segment)) return "may not contain dot segments or encoded slashes";
+    const problem = segmentProblem(segment);
+    if (problem !== undefined) return problem;
   }
   return undefined;
 }
 
-function leavesItsPlace(segment: string): boolean {
+/**
+ * Why a segment could leave its place in the hands of an upstream or proxy that decodes it, once or more. Each round
+ * of percent-decoding must be UTF-8 (to a lax decoder the overlong `%c0%ae` is a dot), and neither the text nor its
+ * Unicode compatibility form (`%ef%bc%8e` is a fullwidth dot) may be a dot segment or hold a separator.
+ */
+function segmentProblem(segment: string): string | undefined {
   let current = segment;
   for (let round = 0; round < 4; round++) {
-    const beforeParameters = current.split(";")[0];
-    if (beforeParameters === "." || beforeParameters === ".." || /[/\\\x00-\x1f\x7f]/.test(current)) return true;
-    // Byte-wise, so an escape that is not UTF-8 still decodes and is looked at.
-    const decoded = current.replace(/%([0-9A-Fa-f]{2})/g, (_match, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
-    if (decoded === current) return false;
+    if (leavesItsPlace(current) || leavesItsPlace(current.normalize("NFKC"))) return "may not contain dot segments, encoded slashes or control characters";
+    if (!PERCENT_ESCAPE.test(current)) return undefined;
+    const decoded = utf8Text(percentDecoded(current));
+    if (decoded === undefined) return "must percent-decode to UTF-8 (overlong and invalid byte sequences are refused)";
     current = decoded;
   }
-  return true; // encodings nested this deep are not a path anyone means
+  return "may not contain dot segments, encoded slashes or control characters"; // encodings nested this deep are not a path anyone means
+}
+
+function leavesItsPlace(text: string): boolean {
+  const beforeParameters = text.split(";")[0];
+  return beforeParameters === "." || beforeParameters === ".." || /[/\\\x00-\x1f\x7f]/.test(text);
+}
+
+const PERCENT_ESCAPE = /%[0-9A-Fa-f]{2}/;
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/** The bytes a text stands for once its escapes are decoded: each `%XX` one byte, everything else its UTF-8. */
+function percentDecoded(text: string): Uint8Array {
+  const parts = text.split(/(%[0-9A-Fa-f]{2})/);
+  return Buffer.concat(parts.map((part, index) => (index % 2 === 1 ? Buffer.of(Number.parseInt(part.slice(1), 16)) : Buffer.from(part, "utf8"))));
+}
+
+function utf8Text(bytes: Uint8Array): string | undefined {
+  try {
+    return STRICT_UTF8.decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A query value is sent as text, so a number only when its text is exactly the number: an integer JSON parsing may
+ * have rounded (beyond 2^53), or one that prints with an exponent (`1e-7`, `1e+21`), must come as a string.
+ */
+function queryValueProblem(value: JsonValue): string | undefined {
+  if (typeof value === "string" || typeof value === "boolean") return undefined;
+  if (typeof value !== "number") return "must be a string, a number or a boolean";
+  if (Number.isInteger(value) ? Number.isSafeInteger(value) : !String(value).includes("e")) return undefined;
+  return "has no exact plain decimal form as a number: give it as a string";
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -448,7 +490,7 @@ function parsedJson(contentType: string | null, text: string, truncated: boolean
 function storableJson(value: unknown, redactions: string[], depth: number): JsonValue | undefined {
   if (typeof value === "string") return storableText(redactVariants(value, redactions));
   if (value === null || typeof value === "number" || typeof value === "boolean") return value;
-  if (depth >= MAX_JSON_DEPTH) return undefined;
+  if (depth >= maxJsonDepth) return undefined;
   if (Array.isArray(value)) {
     const items: JsonValue[] = [];
     for (const item of value) {
@@ -492,9 +534,11 @@ function redactVariants(text: string, redactions: string[]): string {
   return result;
 }
 
-/** NUL and lone surrogates cannot be stored in a JSON column (PostgreSQL refuses them); they become U+FFFD. */
+const UNSTORABLE_CHARACTERS = new RegExp(unstorableCharacter.source, "g");
+
+/** What the store cannot keep (NUL, unpaired surrogates) becomes U+FFFD: an upstream's answer is kept as it can be. */
 function storableText(text: string): string {
-  return text.replace(/\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "\ufffd");
+  return text.replace(UNSTORABLE_CHARACTERS, "\ufffd");
 }
 
 function resultHeaders(headers: Headers, requestUrl: URL, redactions: string[]): JsonObject {

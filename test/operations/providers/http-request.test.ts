@@ -229,11 +229,43 @@ describe("http.request", () => {
       expect(pathViolations(path)).toHaveLength(1);
     });
 
+    it.each([
+      "/%c0%ae%c0%ae/x", // overlong dots: `..` to a lax decoder
+      "%c0%af", // an overlong slash
+      "a/%e0%80%ae%e0%80%ae/b", // three-byte overlong dots
+      "%25c0%25ae%25c0%25ae/x", // the same overlong dots, encoded twice
+      "%ff",
+      "%80x",
+      "caf%C3",
+      "%ed%a0%80", // a UTF-16 surrogate
+      "%f4%90%80%80", // beyond U+10FFFF
+    ])("refuses the path %j: its percent-decoding is not UTF-8", (path) => {
+      expect(pathViolations(path)).toEqual([
+        { field: "target.path", description: "must percent-decode to UTF-8 (overlong and invalid byte sequences are refused)" },
+      ]);
+    });
+
+    it.each([
+      "%ef%bc%8e%ef%bc%8e/x", // fullwidth full stops
+      "%e2%80%a5/x", // the two-dot leader
+      "a/%e2%80%a4", // the one-dot leader
+      "a%ef%bc%8fb", // a fullwidth solidus
+      "a%ef%b9%a8b", // a small reverse solidus
+    ])("refuses the path %j: Unicode compatibility folds it into a dot segment or a separator", (path) => {
+      expect(pathViolations(path)).toEqual([{ field: "target.path", description: "may not contain dot segments, encoded slashes or control characters" }]);
+    });
+
+    it("never forwards a path with overlong dots, even when the configuration let it through to execution", async () => {
+      const outcome = await provider.execute(get("/%c0%ae%c0%ae/x"), context());
+      expect(outcome).toMatchObject({ state: "failed", code: "invalid_operation" });
+      expect(upstream.received).toHaveLength(0);
+    });
+
     it("refuses a path longer than 2048 characters", () => {
       expect(pathViolations("x".repeat(2049))).toHaveLength(1);
     });
 
-    it.each(["/things", "things/1", "", "/", "/v1/things:batchGet", "a/b/", "caf%C3%A9", "a%20b", "..a/b..", "@me/~x"])(
+    it.each(["/things", "things/1", "", "/", "/v1/things:batchGet", "a/b/", "caf%C3%A9", "a%20b", "..a/b..", "@me/~x", "%e2%82%ac", "%F0%9F%98%80", "100%25", "%25c3%25a9", "a%e2%80%a6b"])(
       "accepts the path %j under the base URL",
       (path) => {
         expect(pathViolations(path)).toEqual([]);
@@ -317,6 +349,48 @@ describe("http.request", () => {
     });
   });
 
+  describe("the query", () => {
+    const queryOf = (json: string) => ({ method: "GET", query: JSON.parse(json) as JsonObject });
+    const sentUrl = async (json: string) => {
+      resultOf(await provider.execute(operation({ credential: "example", path: "/q" }, queryOf(json)), context()));
+      return upstream.received.at(-1)?.url;
+    };
+
+    it("refuses a __proto__ parameter, which storing the operation would drop, instead of silently not sending it", () => {
+      expect(provider.validate({ credential: "example", path: "/q" }, queryOf('{"page": "1", "__proto__": "x"}'))).toEqual([
+        { field: "arguments.query.__proto__", description: "is a key the store would drop: rename it" },
+      ]);
+    });
+
+    it("sends parameters named after Object.prototype's members exactly", async () => {
+      expect(await sentUrl('{"constructor": "c", "toString": "t", "hasOwnProperty": "h", "valueOf": "v"}')).toBe(
+        "/api/q?constructor=c&toString=t&hasOwnProperty=h&valueOf=v",
+      );
+    });
+
+    it.each([
+      ['{"a\\u0000": "x"}', "arguments.query.a", "key may not contain NUL characters"],
+      ['{"a": "x\\u0000"}', "arguments.query.a", "may not contain NUL characters"],
+      ['{"a": "\\ud800"}', "arguments.query.a", "must be well-formed Unicode (it has an unpaired surrogate)"],
+      ['{"\\udc00": "x"}', "arguments.query.", "key must be well-formed Unicode (it has an unpaired surrogate)"],
+      ['{"n": 1e400}', "arguments.query.n", "must be a finite number"],
+    ])("refuses %s, which would be stored or sent as something else", (json, field, description) => {
+      expect(provider.validate({ credential: "example", path: "/q" }, queryOf(json))).toEqual([{ field, description }]);
+    });
+
+    it.each(["1e21", "9007199254740993", "1e-7", "-2.5e-10"])("refuses the number %s: as text it would not be the number sent", (number) => {
+      expect(provider.validate({ credential: "example", path: "/q" }, queryOf(`{"n": ${number}}`))).toEqual([
+        { field: "arguments.query.n", description: "has no exact plain decimal form as a number: give it as a string" },
+      ]);
+    });
+
+    it("sends numbers in plain decimal, and every character of names and values percent-encoded as UTF-8", async () => {
+      expect(await sentUrl('{"n": -3, "x": 1.5, "max": 9007199254740991, "a b+c": "d=e&f é/?#%"}')).toBe(
+        "/api/q?n=-3&x=1.5&max=9007199254740991&a%20b%2Bc=d%3De%26f%20%C3%A9%2F%3F%23%25",
+      );
+    });
+  });
+
   describe("presentation", () => {
     it("names credential, method and path; shows query keys, header names and body size but no values", () => {
       const presentation = provider.present(
@@ -350,7 +424,7 @@ describe("http.request", () => {
       expect(result).toEqual({ status: 201, headers: {}, body: "", truncated: false });
       const received = upstream.received[0];
       expect(received?.method).toBe("POST");
-      expect(received?.url).toBe("/api/things?q=a+b%26c&n=1&f=true");
+      expect(received?.url).toBe("/api/things?q=a%20b%26c&n=1&f=true");
       expect(received?.headers["idempotency-key"]).toBe("k1");
       expect(received?.headers["content-type"]).toBe("application/json");
       expect(received?.body).toBe('{"name":"x"}');
