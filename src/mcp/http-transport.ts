@@ -5,7 +5,8 @@ import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/
 import type { PrincipalSet } from "../auth/principals.js";
 import { authenticated } from "../server/authenticate.js";
 import type { HttpRequest, HttpResponse } from "../server/listener.js";
-import { httpStatusOf, statusJson, toConnectError } from "../server/status.js";
+import { writeStatusError } from "../server/rest/http-response.js";
+import { toConnectError } from "../server/status.js";
 import { createMcpServer, type McpDeps } from "./mcp-server.js";
 
 export interface McpHandlerOptions extends McpDeps {
@@ -25,6 +26,13 @@ export interface McpHandler {
 export const mcpPath = "/mcp";
 
 /**
+ * The origin of the Request handed to the SDK, which reads its URL for nothing but `requestInfo`. Never the client's
+ * Host: `[` or `x:99999` make `new Request` throw, `evil/x?` would change the path the SDK sees. Nor is Host checked
+ * against a list: DNS rebinding needs a server that answers without credentials, and every call here needs a secret.
+ */
+const requestOrigin = "http://localhost";
+
+/**
  * Streamable HTTP at `/mcp`, stateless: every POST gets its own MCP server and transport for the client its bearer
  * secret names, and a JSON answer. No sessions means nothing to share between replicas and nothing to expire.
  */
@@ -38,7 +46,8 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
       try {
         clientId = authenticated(options.clients, req.headers.authorization ?? null).name;
       } catch (error) {
-        sendStatus(res, error);
+        const status = toConnectError(error);
+        writeStatusError(res, status, { headers: status.metadata });
         return true;
       }
       // Stateless: there is no stream to resume (GET) and no session to end (DELETE).
@@ -83,7 +92,6 @@ function toWebRequest(req: HttpRequest, signal: AbortSignal): Request {
     if (name.startsWith(":") || value === undefined) continue;
     for (const one of Array.isArray(value) ? value : [value]) headers.append(name, one);
   }
-  const host = req.headers.host ?? req.headers[":authority"] ?? "localhost";
   const init: RequestInit & { duplex: "half" } = {
     method: req.method ?? "POST",
     headers,
@@ -91,13 +99,5 @@ function toWebRequest(req: HttpRequest, signal: AbortSignal): Request {
     duplex: "half",
     ...(req.method === "POST" ? { body: Readable.toWeb(req as Readable) as ReadableStream } : {}),
   };
-  return new Request(`http://${String(host)}${req.url ?? mcpPath}`, init);
-}
-
-function sendStatus(res: HttpResponse, error: unknown): void {
-  const connectError = toConnectError(error);
-  const headers: Record<string, string> = { "content-type": "application/json" };
-  connectError.metadata.forEach((value, name) => void (headers[name] = value));
-  res.writeHead(httpStatusOf(connectError.code), headers);
-  res.end(JSON.stringify(statusJson(connectError)));
+  return new Request(new URL(req.url ?? mcpPath, requestOrigin), init);
 }

@@ -4,7 +4,9 @@ import * as z from "zod";
 import type { ChatRunner } from "../agents/chat-runner.js";
 import type { AgentRegistry } from "../agents/registry.js";
 import type { Logger } from "../logger.js";
+import type { FieldViolation } from "../errors.js";
 import type { OperationsBroker } from "../operations/broker.js";
+import { findUnstorableJson } from "../operations/json-safety.js";
 import { networkTool } from "./network-tools.js";
 import { lifecycleToolNames, lifecycleTools, operationTool, operationToolName } from "./operation-tools.js";
 import { errorResult, type ToolDefinition } from "./tool-results.js";
@@ -44,7 +46,12 @@ export function createMcpServer(deps: McpDeps, session: { clientId: string; sign
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
     const tool = byName.get(request.params.name);
     if (!tool) return errorResult({ code: "tool_not_found", message: "no tool by this name" });
-    const args = tool.input.safeParse(request.params.arguments ?? {});
+    const input = request.params.arguments ?? {};
+    // Before any tool's code (recursive, or writing to the database) sees them: too deep, NUL, Infinity, `__proto__`.
+    let unstorable: FieldViolation | undefined;
+    for (const [field, value] of Object.entries(input)) unstorable ??= findUnstorableJson(value, field);
+    if (unstorable) return errorResult({ code: "invalid_argument", message: "the arguments hold a value that cannot be taken", field_violations: [unstorable] });
+    const args = tool.input.safeParse(input);
     if (!args.success) {
       return errorResult({
         code: "invalid_argument",

@@ -288,6 +288,13 @@ describe("MCP over stdio", () => {
 
       const answer = await call(client, "hello_world", { text: "Welsh" });
       expect(answer.structuredContent).toMatchObject({ text: expect.stringContaining("Answer"), chat_context: expect.any(Object) });
+
+      // The guard of the HTTP endpoint holds here too: both transports serve one MCP server.
+      const deep = JSON.parse(`{"list":${"[".repeat(1000)}${"]".repeat(1000)}}`) as Json;
+      expect(toolError(await call(client, "hello_world", { text: "Welsh", sly_data: deep }))).toMatchObject({
+        code: "invalid_argument",
+        field_violations: [{ field: expect.stringMatching(/^sly_data\.list\[0\]/), description: expect.stringContaining("deeper") }],
+      });
     } finally {
       await client.close();
     }
