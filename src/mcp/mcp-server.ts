@@ -3,8 +3,8 @@ import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, typ
 import * as z from "zod";
 import type { ChatRunner } from "../agents/chat-runner.js";
 import type { AgentRegistry } from "../agents/registry.js";
-import type { Logger } from "../logger.js";
 import type { FieldViolation } from "../errors.js";
+import type { Logger } from "../logger.js";
 import type { OperationsBroker } from "../operations/broker.js";
 import { findUnstorableJson } from "../operations/json-safety.js";
 import { networkTool } from "./network-tools.js";

@@ -194,6 +194,7 @@ describe.each(["sqlite", "postgresql"] as const)("hostile MCP input on %s", (pro
       ["NUL in the reason", "nul-reason", chat("nul-reason", { reason: "why\u0000" }), "reason", "may not contain NUL characters"],
       ["an unpaired surrogate in the target", "surrogate", chat("surrogate", { target: { network: "\ud800" } }), "target.network", "must be well-formed Unicode (it has an unpaired surrogate)"],
       ["1e400 (Infinity) in sly_data", "infinity", chat("infinity", { arguments: { text: "hi", sly_data: { n: "@1e400" } } }).replace('"@1e400"', "1e400"), "arguments.sly_data.n", "must be a finite number"],
+      ["a __proto__ key in sly_data", "proto-sly", chat("proto-sly", { arguments: { text: "hi", sly_data: { "@proto": 1 } } }).replace('"@proto"', '"__proto__"'), "arguments.sly_data.__proto__", "is a key the store would drop: rename it"],
     ])("%s is a tool error naming the field, and nothing is stored", async (_name, requestId, args, field, description) => {
       expect(await toolError(toolCall("agent_chat", args))).toEqual({ code: "invalid_argument", message: expect.any(String), field_violations: [{ field, description }] });
       expect(await storedUnder(requestId)).toEqual([]);
