@@ -27,19 +27,29 @@ export function findUnstorableJson(value: unknown, path: string): FieldViolation
   return { field: path === "" ? below.replace(/^\./, "") : `${path}${below}`, description };
 }
 
-/** What is wrong with `value`, leaving in `steps` the way down to it. */
+/** What is wrong with `value`; on the way back out, `steps` is filled with the way down to it. */
 function problemIn(value: unknown, depth: number, steps: (string | number)[]): string | undefined {
   if (value === null || typeof value === "boolean") return undefined;
   if (typeof value === "string") return textProblem(value);
   if (typeof value === "number") return Number.isFinite(value) ? undefined : "must be a finite number";
   if (typeof value !== "object") return "is not a JSON value";
   if (depth > maxJsonDepth) return `nests deeper than ${maxJsonDepth} levels`;
-  const entries: Iterable<[string | number, unknown]> = Array.isArray(value) ? value.entries() : Object.entries(value);
-  for (const [step, item] of entries) {
-    steps.push(step);
-    const problem = typeof step === "string" ? keyProblem(step) ?? problemIn(item, depth + 1, steps) : problemIn(item, depth + 1, steps);
-    if (problem !== undefined) return problem;
-    steps.pop();
+  if (Array.isArray(value)) {
+    for (let index = 0; index < value.length; index++) {
+      const problem = problemIn(value[index], depth + 1, steps);
+      if (problem !== undefined) {
+        steps.unshift(index);
+        return problem;
+      }
+    }
+    return undefined;
+  }
+  for (const key of Object.keys(value)) {
+    const problem = keyProblem(key) ?? problemIn((value as Record<string, unknown>)[key], depth + 1, steps);
+    if (problem !== undefined) {
+      steps.unshift(key);
+      return problem;
+    }
   }
   return undefined;
 }
