@@ -185,6 +185,7 @@ describe.each(["sqlite", "postgresql"] as const)("hostile MCP input on %s", (pro
   });
 
   describe("values the database cannot store", () => {
+    // JSON.stringify can write neither 1e400 nor an own `__proto__` key: those two rows put them into the text.
     const chat = (requestId: string, replace: Json) =>
       JSON.stringify({ target: { network: "greeter" }, reason: "hostile", request_id: requestId, arguments: { text: "hi" }, ...replace });
 
