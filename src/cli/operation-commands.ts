@@ -79,8 +79,17 @@ export async function listOperations(context: CliContext, options: { state?: str
   if (page.next_cursor) printLine(`(more: ${text(page.next_cursor)})`);
 }
 
+/**
+ * `axon op cancel`: the server answers a cancel of an operation that already ended with the operation unchanged,
+ * so that is checked first and said plainly (exit status 5, as for an executing one), rather than left to a state line.
+ */
 export async function cancelOperation(context: CliContext, id: string): Promise<void> {
-  const operation = await agentApi(context).post(`${operationRoute(id)}/cancel`, {});
+  const api = agentApi(context);
+  const before = await api.get(operationRoute(id));
+  const ended = TERMINAL_STATES.has(text(before.state));
+  const operation = ended ? before : await api.post(`${operationRoute(id)}/cancel`, {});
+  // It may also have ended between the two calls.
+  if (ended || operation.state !== "canceled") throw new CliFailure(`${id} was not canceled: it had already ended ${text(operation.state)}`, ExitStatus.conflict);
   if (context.json) return printJson(operation);
   printOperation(operation);
 }

@@ -15,14 +15,18 @@ export function printTable(headers: string[], rows: string[][]): void {
     printLine("(none)");
     return;
   }
+  for (const line of formatTable(headers, rows)) printLine(line);
+}
+
+/** The lines of a table: a header (bold on a terminal) and one line per row. */
+export function formatTable(headers: string[], rows: string[][]): string[] {
   const widths = headers.map((header, column) => Math.max(header.length, ...rows.map((row) => (row[column] ?? "").length)));
   const format = (cells: string[]) =>
     cells
       .map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column] ?? 0)))
       .join("  ")
       .trimEnd();
-  printLine(emphasize(format(headers), process.stdout));
-  for (const row of rows) printLine(format(row));
+  return [emphasize(format(headers), process.stdout), ...rows.map(format)];
 }
 
 /** Dim text, only where a terminal shows it. */
