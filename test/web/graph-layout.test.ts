@@ -44,9 +44,10 @@ describe("the connectivity graph layout", () => {
 
   it("wraps a long name or URL onto a second line instead of cutting it, and marks the front man", () => {
     expect(labelLines("Greeter")).toEqual(["Greeter"]);
-    expect(labelLines("http://localhost:30012/other")).toEqual(["http://localhost:30012", "/other"]);
-    expect(labelLines("a_rather_long_agent_name_for_a_tool")).toEqual(["a_rather_long_agent_", "name_for_a_tool"]);
-    expect(labelLines("x".repeat(50))).toEqual(["x".repeat(22), `${"x".repeat(21)}…`]);
+    expect(labelLines("http://localhost:30012/other")).toEqual(["http://localhost:", "30012/other"]);
+    expect(labelLines("https://agents.example.com/travel/desk")).toEqual(["https://agents.", "example.com/trave…"]);
+    expect(labelLines("a_rather_long_agent_name")).toEqual(["a_rather_long_", "agent_name"]);
+    expect(labelLines("x".repeat(50))).toEqual(["x".repeat(18), `${"x".repeat(17)}…`]);
     const layout = layoutGraph([entry("Front", ["http://localhost:30012/other"])]);
     expect(layout.nodes.map((node) => [node.name, node.front, node.label.length])).toEqual([
       ["Front", true, 1],

@@ -34,13 +34,13 @@ export interface GraphLayout {
   height: number;
 }
 
-export const nodeWidth = 150;
+export const nodeWidth = 124;
 export const nodeHeight = 44;
-/** Characters of the 12 px label font that fit on one line of a node. */
-export const labelLineLength = 22;
-const horizontalGap = 30;
-const verticalGap = 60;
-const margin = 20;
+/** Characters of the 13 px label font that fit on one line of a node. */
+export const labelLineLength = 18;
+const horizontalGap = 18;
+const verticalGap = 56;
+const margin = 12;
 
 export function layoutGraph(entries: readonly ConnectivityEntry[]): GraphLayout {
   const kinds = new Map<string, string>();
@@ -101,8 +101,8 @@ export function layoutGraph(entries: readonly ConnectivityEntry[]): GraphLayout 
 
 /**
  * A name in one or two lines of at most `labelLineLength` characters, broken before the last path `/` or after the
- * last `_`, `-`, `.` or space that fits (so `http://localhost:30012/other` keeps its host whole); only a name too
- * long for two lines ends with an ellipsis.
+ * last `_`, `-`, `.`, `:` or space that fits (`http://localhost:` then `30012/other`); only a name too long for two
+ * lines ends with an ellipsis.
  */
 export function labelLines(name: string): string[] {
   if (name.length <= labelLineLength) return [name];
@@ -110,7 +110,7 @@ export function labelLines(name: string): string[] {
   for (let index = labelLineLength; index > 0; index--) {
     const before = name[index - 1]!;
     const pathSlash = name[index] === "/" && before !== "/" && before !== ":";
-    if (pathSlash || (index < labelLineLength && "_-. ".includes(before))) {
+    if (pathSlash || (index < labelLineLength && "_-.: ".includes(before))) {
       cut = index;
       break;
     }

@@ -39,6 +39,8 @@ export function renderGraph(layout: GraphLayout): NetworkGraph {
     viewBox: `0 0 ${layout.width} ${layout.height}`,
     width: layout.width,
     height: layout.height,
+    // Shrunk to fit its pane, but never below three quarters of its size: a wider graph scrolls in its pane instead.
+    style: `min-width: ${Math.round(layout.width * 0.75)}px`,
     role: "img",
     "aria-label": `agent network of ${layout.nodes.length} agents`,
   });
@@ -82,9 +84,9 @@ export function renderGraph(layout: GraphLayout): NetworkGraph {
     group.dataset.kind = node.kind;
     const title = svgElement("title");
     title.textContent = `${node.name} (${shapeOf(node.kind).label}${node.front ? ", the front man" : ""})`;
-    const label = svgElement("text", { x: nodeWidth / 2, y: nodeHeight / 2 - ((node.label.length - 1) * 13) / 2, "text-anchor": "middle", "dominant-baseline": "central" });
+    const label = svgElement("text", { x: nodeWidth / 2, y: nodeHeight / 2 - ((node.label.length - 1) * 15) / 2, "text-anchor": "middle", "dominant-baseline": "central" });
     node.label.forEach((line, index) => {
-      const span = svgElement("tspan", { x: nodeWidth / 2, dy: index === 0 ? 0 : 13 });
+      const span = svgElement("tspan", { x: nodeWidth / 2, dy: index === 0 ? 0 : 15 });
       span.textContent = line;
       label.append(span);
     });
@@ -109,7 +111,7 @@ function legend(layout: GraphLayout): HTMLElement {
   const kinds = [...new Set(layout.nodes.map((node) => node.kind))];
   const item = (kind: string, label: string, extraClass = "") => {
     const icon = svgElement("svg", { viewBox: "-1 -1 34 18", width: 34, height: 18, "aria-hidden": "true" });
-    const group = svgElement("g", { class: `node ${kindClass(kind)}${extraClass}` });
+    const group = svgElement("g", { class: `icon ${kindClass(kind)}${extraClass}` });
     group.append(svgElement("path", { d: shapeOf(kind).path(32, 16), class: "shape" }));
     icon.append(group);
     return element("li", { "data-kind": extraClass ? "front" : kind }, icon, label);
