@@ -45,8 +45,9 @@ describe.skipIf(!hasChromium)(`the web console in Chromium${hasChromium ? "" : "
     await expect.poll(() => answers().count(), { timeout: 15_000 }).toBe(count + 1);
     return (await answers().last().locator("p").first().textContent()) ?? "";
   }
+  // Expressions run in the page (as strings: this file is type-checked without the DOM's types).
   /** No sideways scroll: the page is no wider than the window. */
-  const overflowsSideways = () => page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
+  const overflowsSideways = () => page.evaluate<boolean>("document.documentElement.scrollWidth > window.innerWidth");
 
   beforeAll(async () => {
     // The console under test is the current source: build it where the server serves it from (dist/web).
@@ -210,8 +211,8 @@ describe.skipIf(!hasChromium)(`the web console in Chromium${hasChromium ? "" : "
   it("shows keyboard focus, and moves between tabs with the arrow keys", async () => {
     await page.locator('nav [data-tab="networks"]').focus();
     await page.keyboard.press("ArrowRight");
-    expect(await page.evaluate(() => document.activeElement?.getAttribute("data-tab"))).toBe("operations");
-    const outline = await page.evaluate(() => getComputedStyle(document.activeElement!).outlineStyle);
+    expect(await page.evaluate<string>('document.activeElement.getAttribute("data-tab")')).toBe("operations");
+    const outline = await page.evaluate<string>("getComputedStyle(document.activeElement).outlineStyle");
     expect(outline).not.toBe("none");
     await page.keyboard.press("ArrowLeft");
     expect(await page.locator("[data-panel]:visible").getAttribute("id")).toBe("networks");
@@ -247,7 +248,7 @@ describe.skipIf(!hasChromium)(`the web console in Chromium${hasChromium ? "" : "
     await probe.press(`#${tab} input[name="secret"]`, "Enter");
     await expect.poll(() => probe.locator(`#${tab} .secret-problem`).textContent()).toBe(`That ${label} was not accepted. Enter it again.`);
     // Asked again: the field is back, empty and focused.
-    expect(await probe.evaluate(() => (document.activeElement as HTMLInputElement | null)?.name)).toBe("secret");
+    expect(await probe.evaluate<string>("document.activeElement.name")).toBe("secret");
     expect(await probe.locator(`#${tab} input[name="secret"]`).inputValue()).toBe("");
     await probe.close();
     expect(problems.length).toBeGreaterThan(0);
@@ -298,7 +299,8 @@ describe.skipIf(!hasChromium)(`the web console in Chromium${hasChromium ? "" : "
     const confirmation = card.locator(".confirm");
     expect(await confirmation.textContent()).toContain(`It will call GET ${upstream.url}/things with credential upstream.`);
     // Nothing is decided before the confirmation.
-    expect((await api.call("GET", `/api/operator/v1/requests/${operation.approval_id}`, operator).then((response) => response.json())).status).toBe("pending");
+    const undecided = (await (await api.call("GET", `/api/operator/v1/requests/${operation.approval_id}`, operator)).json()) as { status: string };
+    expect(undecided.status).toBe("pending");
     await page.setViewportSize(phone);
     expect(await overflowsSideways()).toBe(false);
     await screenshot("operator-390");
