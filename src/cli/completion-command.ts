@@ -1,8 +1,7 @@
 import type { Command, Option } from "commander";
 import { printLine } from "./output.js";
 
-export const COMPLETION_SHELLS = ["bash", "zsh", "fish"] as const;
-export type CompletionShell = (typeof COMPLETION_SHELLS)[number];
+export type CompletionShell = "bash" | "zsh" | "fish";
 
 /** One command of the tree as completion sees it: its path from the root ("" for axon itself, "op submit", ...). */
 interface CompletedCommand {

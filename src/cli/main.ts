@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { Argument, Command, CommanderError, Help, InvalidArgumentError, Option } from "commander";
 import { CHAT_PROTOCOLS } from "./chat-protocols.js";
+import type { CompletionShell } from "./completion-command.js";
 import { parseJsonObject, parsePositiveInteger, type CliContext } from "./context.js";
 import { EXIT_STATUS_HELP, ExitStatus, failureLine, toCliFailure } from "./failure.js";
 
@@ -201,7 +202,7 @@ export function buildProgram(): Command {
     .command("completion")
     .description("a shell completion script; e.g. source <(axon completion bash) in ~/.bashrc")
     .addArgument(new Argument("<shell>", "the shell").choices(["bash", "zsh", "fish"]))
-    .action(async (shell: "bash" | "zsh" | "fish") => (await completionCommand()).printCompletion(program, shell));
+    .action(async (shell: CompletionShell) => (await completionCommand()).printCompletion(program, shell));
 
   return program;
 }

@@ -153,8 +153,11 @@ describe.skipIf(!hasChromium)(`the web console in Chromium${hasChromium ? "" : "
     await message.press("Shift+Enter");
     expect(await message.inputValue()).toBe("What is 6 times 7?\n");
     const before = chatRequests.length;
+    const inputAt = (await message.boundingBox())!.y;
     await message.press("Enter");
     await expect.poll(() => answers().count(), { timeout: 15_000 }).toBe(1);
+    // The message box stays where it was: the conversation scrolls above it.
+    expect((await message.boundingBox())!.y).toBe(inputAt);
     expect(await answers().first().locator("p").first().textContent()).toBe("6 × 7 = 42");
     expect(chatRequests.slice(before).map((request) => request.user_message.text)).toEqual(["What is 6 times 7?"]);
     await screenshot("chat-math_guy-1280");

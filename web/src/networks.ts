@@ -80,11 +80,8 @@ function networkView(network: AgentInfo): HTMLElement {
   void (async () => {
     const [fn, connectivity] = await Promise.allSettled([agents.function({ agentName: name }), agents.connectivity({ agentName: name })]);
     const declared = fn.status === "fulfilled" ? fn.value.function : undefined;
-    chat = new ChatPanel(name, {
-      thinking,
-      onActivity: (agent) => graph?.highlight(agent),
-      ...(slyDataTemplate(declared?.slyDataSchema) ? { slyDataTemplate: slyDataTemplate(declared?.slyDataSchema)! } : {}),
-    });
+    const template = slyDataTemplate(declared?.slyDataSchema);
+    chat = new ChatPanel(name, { thinking, onActivity: (agent) => graph?.highlight(agent), ...(template ? { slyDataTemplate: template } : {}) });
     chatHost.replaceChildren(chat.root);
     const details = functionDetails(declared);
     if (details) about.replaceChildren(element("details", { class: "function" }, element("summary", {}, "What it takes"), details));
