@@ -19,7 +19,8 @@ export class ThinkingLog {
     this.root.append(turn);
     return (message) => {
       steps.append(thinkingStep(message));
-      turn.scrollIntoView?.({ block: "end" });
+      // Follow the newest step inside the pane only: scrollIntoView would scroll the page under the chat too.
+      this.container.scrollTop = this.container.scrollHeight;
     };
   }
 
