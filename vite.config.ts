@@ -5,7 +5,8 @@ import { defineConfig } from "vite";
 export default defineConfig({
   root: fileURLToPath(new URL("./web", import.meta.url)),
   base: "/",
-  publicDir: false,
+  // web/public (the favicon) is copied as is to dist/web.
+  publicDir: "public",
   logLevel: "warn",
   build: {
     outDir: "../dist/web",

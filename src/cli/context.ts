@@ -32,5 +32,5 @@ export function parsePositiveInteger(text: string, option: string): number {
 export function requireToken(token: string | undefined, which: "client" | "operator"): string {
   if (token !== undefined && token !== "") return token;
   const hint = which === "client" ? "--token or AXON_TOKEN" : "--operator-token or AXON_OPERATOR_TOKEN";
-  throw new CliFailure(`a ${which} secret is required: pass ${hint}`, ExitStatus.auth);
+  throw new CliFailure(`${which === "client" ? "a client" : "an operator"} secret is required: pass ${hint}`, ExitStatus.auth);
 }

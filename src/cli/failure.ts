@@ -47,20 +47,30 @@ export class CliFailure extends Error {
   }
 }
 
+/** ErrorInfo metadata keys that name what a failure is about, in the order they are looked for. */
+const SUBJECT_KEYS = ["agent_name", "operation_id", "request_id", "grant_id"];
+
 /** A google.rpc.Status the server answered with, on any protocol. */
 export class ServerFailure extends CliFailure {
   constructor(
     message: string,
     readonly code: number,
     readonly reason: string | undefined,
+    /** ErrorInfo metadata: what the failure is about (agent_name, operation_id, ...). */
+    readonly metadata: Record<string, string> = {},
   ) {
     super(message, exitStatusOf(code));
   }
 
-  /** `message (REASON, CODE_NAME)`: the one line a user sees. */
+  /**
+   * `subject: message (REASON, CODE_NAME)`: the one line a user sees. It names the network, operation or request the
+   * server says it is about, and says the code once when the reason is the code's own name.
+   */
   describe(): string {
     const codeName = CODE_NAMES[this.code] ?? `code ${this.code}`;
-    return `${this.message} (${this.reason === undefined ? codeName : `${this.reason}, ${codeName}`})`;
+    const codes = this.reason === undefined || this.reason === codeName ? codeName : `${this.reason}, ${codeName}`;
+    const subject = SUBJECT_KEYS.map((key) => this.metadata[key]).find((value) => value !== undefined && value !== "");
+    return `${subject === undefined ? "" : `${subject}: `}${this.message} (${codes})`;
   }
 }
 
@@ -102,9 +112,10 @@ interface StatusJson {
 export function failureFromStatusJson(status: StatusJson, httpStatus?: number): ServerFailure {
   const code = typeof status.code === "number" ? status.code : codeOfHttpStatus(httpStatus ?? 500);
   const details = Array.isArray(status.details) ? (status.details as Record<string, unknown>[]) : [];
-  const reason = details.find((detail) => String(detail["@type"]).endsWith("google.rpc.ErrorInfo"))?.reason;
+  const errorInfo = details.find((detail) => String(detail["@type"]).endsWith("google.rpc.ErrorInfo"));
+  const reason = errorInfo?.reason;
   const message = typeof status.message === "string" && status.message !== "" ? status.message : `HTTP ${httpStatus ?? "error"}`;
-  return new ServerFailure(message, code, typeof reason === "string" ? reason : undefined);
+  return new ServerFailure(message, code, typeof reason === "string" ? reason : undefined, stringValues(errorInfo?.metadata));
 }
 
 /** An error body of any shape: a google.rpc.Status when it is one, else the HTTP status says what happened. */
@@ -122,8 +133,8 @@ export function failureFromHttpBody(httpStatus: number, text: string): ServerFai
 export function toCliFailure(error: unknown, url: string): CliFailure {
   if (error instanceof CliFailure) return error;
   if (error instanceof ConnectError) {
-    const reasonText = error.findDetails(ErrorInfoSchema)[0]?.reason;
-    return new ServerFailure(error.rawMessage, error.code, reasonText);
+    const errorInfo = error.findDetails(ErrorInfoSchema)[0];
+    return new ServerFailure(error.rawMessage, error.code, errorInfo?.reason, errorInfo?.metadata);
   }
   // fetch fails with a TypeError whose cause says why (ECONNREFUSED, ENOTFOUND, ...): the server is out of reach.
   if (error instanceof TypeError && error.message === "fetch failed") {
@@ -131,6 +142,11 @@ export function toCliFailure(error: unknown, url: string): CliFailure {
     return new CliFailure(`cannot reach ${url} (${cause?.code ?? cause?.message ?? "fetch failed"})`, ExitStatus.unavailable);
   }
   return new CliFailure(error instanceof Error ? error.message : String(error), ExitStatus.server);
+}
+
+function stringValues(metadata: unknown): Record<string, string> {
+  if (metadata === null || typeof metadata !== "object") return {};
+  return Object.fromEntries(Object.entries(metadata).filter((entry): entry is [string, string] => typeof entry[1] === "string"));
 }
 
 /** The one line a failure shows on stderr. */

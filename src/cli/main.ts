@@ -3,8 +3,11 @@
  * Commands that call a server report a failure as one line on stderr, `axon: <message> (<REASON>, <CODE>)`, and exit
  * with the status EXIT_STATUS_HELP documents.
  */
-import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { Argument, Command, CommanderError, Help, InvalidArgumentError, Option } from "commander";
 import { CHAT_PROTOCOLS } from "./chat-protocols.js";
+import type { CompletionShell } from "./completion-command.js";
 import { parseJsonObject, parsePositiveInteger, type CliContext } from "./context.js";
 import { EXIT_STATUS_HELP, ExitStatus, failureLine, toCliFailure } from "./failure.js";
 
@@ -15,6 +18,7 @@ const operationCommands = () => import("./operation-commands.js");
 const operatorCommands = () => import("./operator-commands.js");
 const clientsCommand = () => import("./clients-command.js");
 const processCommands = () => import("./process-commands.js");
+const completionCommand = () => import("./completion-command.js");
 
 /** Commands that keep serving after their action returns: the process must not exit under them. */
 const LONG_RUNNING = new Set(["serve", "mcp"]);
@@ -22,10 +26,19 @@ const LONG_RUNNING = new Set(["serve", "mcp"]);
 export function buildProgram(): Command {
   const program = new Command("axon")
     .description("Serve and use Axon: agent networks (neuro-san API) and Agent Operations V1.")
-    .addOption(new Option("--url <url>", "the server").env("AXON_URL").default("http://localhost:8080"))
+    .version(packageVersion(), "-V, --version", "print the version")
+    .addOption(new Option("--url <url>", "the server's URL").env("AXON_URL").default("http://localhost:8080").argParser(serverUrl))
     .addOption(new Option("--json", "machine output: exactly one JSON document on stdout"))
     .addOption(new Option("--token <secret>", "client secret (operations, grants, mcp)").env("AXON_TOKEN"))
     .addOption(new Option("--operator-token <secret>", "operator secret (operator commands)").env("AXON_OPERATOR_TOKEN"))
+    // Every command's help lists the global options too, and says which of its own options are required.
+    .configureHelp({
+      showGlobalOptions: true,
+      optionDescription(option) {
+        const description = Help.prototype.optionDescription.call(this, option);
+        return option.mandatory ? `${description} (required)` : description;
+      },
+    })
     .showHelpAfterError("(run axon --help for usage)")
     .addHelpText("after", `\n${EXIT_STATUS_HELP}`)
     .exitOverride()
@@ -51,18 +64,18 @@ export function buildProgram(): Command {
   program
     .command("serve")
     .description("run the server (configured by the environment: AGENT_HTTP_PORT, AXON_DATA_DIR, LLM keys, ...)")
-    .action(async () => (await processCommands()).runEntryPoint("src/main.ts", []));
+    .action(async () => (await processCommands()).serve());
   program
     .command("mcp")
     .description("an MCP server on stdio for the client whose secret is --token (or AXON_MCP_TOKEN)")
     .action(async (_options, command: Command) => {
       const { token } = context(command);
-      return (await processCommands()).runEntryPoint("src/mcp/stdio.ts", token ? ["--token", token] : []);
+      return (await processCommands()).serveMcp(token);
     });
   program
     .command("test")
     .description("run data-driven network tests (.hocon files or folders of them) against --url")
-    .argument("<files...>", "test case files or folders")
+    .argument("<files...>", "test case files, or folders of them")
     .option("--timeout <seconds>", "per interaction, unless the case sets timeout_in_seconds")
     .option("--judge <model>", "the LLM that judges gist tests")
     .action(async (files: string[], options: { timeout?: string; judge?: string }, command: Command) => {
@@ -75,22 +88,22 @@ export function buildProgram(): Command {
   program.command("list").description("the public networks").action(async (_options, command: Command) => (await networkCommands()).listNetworks(context(command)));
   program
     .command("function")
-    .description("a network's function: what its front man takes")
-    .argument("<network>")
+    .description("a network's function: what it takes, in its parameters and sly_data")
+    .argument("<network>", "a network name (axon list shows the public ones)")
     .action(async (network: string, _options, command: Command) => (await networkCommands()).showFunction(context(command), network));
   program
     .command("connectivity")
     .description("a network's agents and tools, as a tree")
-    .argument("<network>")
+    .argument("<network>", "a network name")
     .action(async (network: string, _options, command: Command) => (await networkCommands()).showConnectivity(context(command), network));
 
   program
     .command("chat")
-    .description("chat with a network; interactive unless -m is given (Ctrl-D ends)")
-    .argument("<network>")
+    .description("chat with a network; interactive unless -m is given (quit or Ctrl-D ends)")
+    .argument("<network>", "a network name")
     .option("-m, --message <text>", "one turn; repeat for several turns in order", (value: string, previous: string[]) => [...previous, value], [] as string[])
     .addOption(new Option("--protocol <protocol>", "how to call StreamingChat").choices(CHAT_PROTOCOLS).default("http"))
-    .addOption(jsonOption("--sly-data <json>", "sly_data for the first turn (a JSON object)"))
+    .addOption(jsonOption("--sly-data <json>", "sly_data (a JSON object), sent on every turn with what the network returns merged over it"))
     .option("--maximal", "show the network thinking: every message as it streams, with its origin")
     .action(async (network: string, options: { message: string[]; protocol: string; slyData?: Record<string, unknown>; maximal?: boolean }, command: Command) =>
       (await chatCommand()).chat(context(command), network, {
@@ -112,9 +125,9 @@ export function buildProgram(): Command {
     .action(async (options: { operation: string; target: Record<string, unknown>; arguments: Record<string, unknown>; reason: string; key?: string }, command: Command) =>
       (await operationCommands()).submitOperation(context(command), options),
     );
-  op.command("get").argument("<id>").description("an operation").action(async (id: string, _options, command: Command) => (await operationCommands()).getOperation(context(command), id));
+  op.command("get").argument("<id>", "an operation id (op_...)").description("an operation").action(async (id: string, _options, command: Command) => (await operationCommands()).getOperation(context(command), id));
   op.command("wait")
-    .argument("<id>")
+    .argument("<id>", "an operation id")
     .description("wait until the operation is terminal; exit status 0 only if it succeeded")
     .option("--timeout <seconds>", "give up after this many seconds (exit status 1)", integer("--timeout"))
     .action(async (id: string, options: { timeout?: number }, command: Command) => (await operationCommands()).waitForOperation(context(command), id, options.timeout));
@@ -124,7 +137,7 @@ export function buildProgram(): Command {
     .option("--limit <n>", "at most n (1-50)", integer("--limit"))
     .option("--key <key>", "only with this idempotency key")
     .action(async (options: { state?: string; limit?: number; key?: string }, command: Command) => (await operationCommands()).listOperations(context(command), options));
-  op.command("cancel").argument("<id>").description("cancel a pending or approved operation").action(async (id: string, _options, command: Command) => (await operationCommands()).cancelOperation(context(command), id));
+  op.command("cancel").argument("<id>", "an operation id").description("cancel a pending or approved operation; exit status 5 if it can no longer be").action(async (id: string, _options, command: Command) => (await operationCommands()).cancelOperation(context(command), id));
 
   const grant = program.command("grant").description("grants ahead of use (needs --token)");
   grant
@@ -139,7 +152,7 @@ export function buildProgram(): Command {
     .action(async (options: { operation: string; target: Record<string, unknown>; reason: string; minutes?: number; maxUses?: number; id?: string }, command: Command) =>
       (await operationCommands()).requestGrant(context(command), options),
     );
-  grant.command("get").argument("<id>").description("a grant").action(async (id: string, _options, command: Command) => (await operationCommands()).getGrant(context(command), id));
+  grant.command("get").argument("<id>", "a grant id").description("a grant").action(async (id: string, _options, command: Command) => (await operationCommands()).getGrant(context(command), id));
   grant.command("list").description("your grants").action(async (_options, command: Command) => (await operationCommands()).listGrants(context(command)));
 
   const operator = program.command("operator").description("approvals (needs --operator-token)");
@@ -150,7 +163,7 @@ export function buildProgram(): Command {
     .action(async (options: { status: string }, command: Command) => (await operatorCommands()).listRequests(context(command), options.status));
   operator
     .command("approve")
-    .argument("<id>")
+    .argument("<id>", "a request id (an operation's approval_id)")
     .description("approve a pending request (terms may only narrow it)")
     .option("--minutes <n>", "a window of n minutes", integer("--minutes"))
     .option("--max-uses <n>", "at most n uses", integer("--max-uses"))
@@ -158,13 +171,13 @@ export function buildProgram(): Command {
     .action(async (id: string, options: { minutes?: number; maxUses?: number; reason?: string }, command: Command) => (await operatorCommands()).decide(context(command), "approve", id, options));
   operator
     .command("deny")
-    .argument("<id>")
+    .argument("<id>", "a request id (an operation's approval_id)")
     .description("deny a pending request")
     .option("--reason <text>", "why, for the audit")
     .action(async (id: string, options: { reason?: string }, command: Command) => (await operatorCommands()).decide(context(command), "deny", id, options));
   operator
     .command("revoke")
-    .argument("<id>")
+    .argument("<id>", "a request id (an operation's approval_id)")
     .description("revoke an active grant")
     .option("--reason <text>", "why, for the audit")
     .action(async (id: string, options: { reason?: string }, command: Command) => (await operatorCommands()).decide(context(command), "revoke", id, options));
@@ -180,12 +193,44 @@ export function buildProgram(): Command {
   const clients = program.command("clients").description("the clients file the server reads at start");
   clients
     .command("add")
-    .argument("<name>")
+    .argument("<name>", "the client's name")
     .description("add a client with a new secret, shown once")
     .option("--file <path>", "the clients file (default: AXON_CLIENTS_FILE, else $AXON_DATA_DIR/clients, else ./data/clients)")
     .action(async (name: string, options: { file?: string }, command: Command) => (await clientsCommand()).addClient(context(command), name, options.file ?? (await clientsCommand()).defaultClientsFile()));
 
+  program
+    .command("completion")
+    .description("a shell completion script; e.g. source <(axon completion bash) in ~/.bashrc")
+    .addArgument(new Argument("<shell>", "the shell").choices(["bash", "zsh", "fish"]))
+    .action(async (shell: CompletionShell) => (await completionCommand()).printCompletion(program, shell));
+
   return program;
+}
+
+/** --url: an http(s) URL, refused as a usage error before anything is called. */
+function serverUrl(value: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  if (url?.protocol !== "http:" && url?.protocol !== "https:") throw new InvalidArgumentError("it must be an http or https URL, such as http://localhost:8080");
+  return value;
+}
+
+/** The version in Axon's package.json, found upwards from here (the same from src/ under tsx and from a build). */
+function packageVersion(): string {
+  for (let dir = import.meta.dirname; dir !== path.dirname(dir); dir = path.dirname(dir)) {
+    let manifest: { name?: string; version?: string };
+    try {
+      manifest = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")) as typeof manifest;
+    } catch {
+      continue;
+    }
+    if (manifest.name === "axon" && manifest.version) return manifest.version;
+  }
+  return "unknown";
 }
 
 /**

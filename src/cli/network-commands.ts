@@ -1,5 +1,5 @@
 import type { CliContext, Json } from "./context.js";
-import { printJson, printLine, printTable, text } from "./output.js";
+import { formatTable, printJson, printLine, printTable, text } from "./output.js";
 import { RestClient } from "./rest-client.js";
 
 /** `axon list`: the public networks (ConciergeService.List over REST). */
@@ -13,24 +13,37 @@ export async function listNetworks(context: CliContext): Promise<void> {
   );
 }
 
-/** `axon function <network>`: the front man's function block. */
+/**
+ * `axon function <network>`: what the network takes, as sections separated by one blank line (each only when the
+ * network declares it): its description, its parameters, the sly_data it reads and the sly_data it returns.
+ */
 export async function showFunction(context: CliContext, network: string): Promise<void> {
   const response = await new RestClient(context.url).get(`/api/v1/${encodeURIComponent(network)}/function`);
   if (context.json) return printJson(response);
-  const fn = response.function as Json | undefined;
-  if (!fn) return printLine(`${network} declares no function`);
-  printLine(text(fn.description));
-  const parameters = fn.parameters as Json | undefined;
-  const properties = (parameters?.properties as Record<string, Json> | undefined) ?? {};
-  const required = new Set((parameters?.required as string[] | undefined) ?? []);
-  if (Object.keys(properties).length > 0) {
-    printLine();
-    printTable(
-      ["PARAMETER", "TYPE", "DESCRIPTION"],
-      Object.entries(properties).map(([name, schema]) => [`${name}${required.has(name) ? "*" : ""}`, text(schema.type), firstLine(text(schema.description))]),
-    );
-  }
-  if (fn.sly_data_schema !== undefined) printLine(`\nsly_data schema: ${JSON.stringify(fn.sly_data_schema)}`);
+  const fn = (response.function as Json | undefined) ?? {};
+  const sections = [
+    text(fn.description).trim().split("\n"),
+    schemaTable("PARAMETER", fn.parameters),
+    schemaTable("SLY_DATA IN", fn.sly_data_schema),
+    schemaTable("SLY_DATA OUT", fn.sly_data_output_schema),
+  ].filter((lines) => lines.join("") !== "");
+  if (sections.length === 0) return printLine(`${network} declares no function`);
+  const required = [fn.parameters, fn.sly_data_schema].some((schema) => ((schema as Json | undefined)?.required as unknown[] | undefined)?.length);
+  if (required) sections.push(["* required"]);
+  printLine(sections.map((lines) => lines.join("\n")).join("\n\n"));
+}
+
+/** The properties of a JSON schema object as table lines, required ones marked `*`; none for no properties. */
+function schemaTable(heading: string, schema: unknown): string[] {
+  const properties = ((schema as Json | undefined)?.properties as Record<string, Json> | undefined) ?? {};
+  const required = new Set(((schema as Json | undefined)?.required as string[] | undefined) ?? []);
+  const rows = Object.entries(properties).map(([name, property]) => [`${name}${required.has(name) ? "*" : ""}`, typeOf(property), firstLine(text(property.description))]);
+  return rows.length === 0 ? [] : formatTable([heading, "TYPE", "DESCRIPTION"], rows);
+}
+
+function typeOf(property: Json): string {
+  const choices = property.enum as unknown[] | undefined;
+  return choices ? choices.map(text).join("|") : text(property.type);
 }
 
 /** `axon connectivity <network>`: the network's graph as a tree from the front man. */

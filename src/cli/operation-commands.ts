@@ -1,8 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { createSpinner } from "nanospinner";
 import { requireToken, type CliContext, type Json } from "./context.js";
 import { CliFailure, ExitStatus } from "./failure.js";
-import { printJson, printLine, printTable, text } from "./output.js";
+import { printJson, printLine, printTable, startSpinner, text } from "./output.js";
 import { RestClient } from "./rest-client.js";
 
 const OPERATIONS = "/api/agent/v1/operations";
@@ -47,9 +46,7 @@ export async function getOperation(context: CliContext, id: string): Promise<voi
 export async function waitForOperation(context: CliContext, id: string, timeoutSeconds: number | undefined): Promise<void> {
   const api = agentApi(context);
   const deadline = timeoutSeconds === undefined ? Infinity : Date.now() + timeoutSeconds * 1000;
-  // nanospinner draws in place only when stdout is a terminal too (else it prints a line per frame): both must be.
-  const animate = !context.json && process.stderr.isTTY && process.stdout.isTTY && process.env.TERM !== "dumb";
-  const spinner = animate ? createSpinner(`waiting for ${id}`, { stream: process.stderr }).start() : undefined;
+  const spinner = context.json ? undefined : startSpinner(`waiting for ${id}`);
   let operation: Json | undefined;
   try {
     for (let revision = 0; ; ) {
@@ -61,7 +58,6 @@ export async function waitForOperation(context: CliContext, id: string, timeoutS
     }
   } finally {
     spinner?.stop();
-    spinner?.clear();
   }
   if (context.json) printJson(operation);
   else printOperation(operation);
@@ -83,8 +79,17 @@ export async function listOperations(context: CliContext, options: { state?: str
   if (page.next_cursor) printLine(`(more: ${text(page.next_cursor)})`);
 }
 
+/**
+ * `axon op cancel`: the server answers a cancel of an operation that already ended with the operation unchanged,
+ * so that is checked first and said plainly (exit status 5, as for an executing one), rather than left to a state line.
+ */
 export async function cancelOperation(context: CliContext, id: string): Promise<void> {
-  const operation = await agentApi(context).post(`${operationRoute(id)}/cancel`, {});
+  const api = agentApi(context);
+  const before = await api.get(operationRoute(id));
+  const ended = TERMINAL_STATES.has(text(before.state));
+  const operation = ended ? before : await api.post(`${operationRoute(id)}/cancel`, {});
+  // It may also have ended between the two calls.
+  if (ended || operation.state !== "canceled") throw new CliFailure(`${id} was not canceled: it had already ended ${text(operation.state)}`, ExitStatus.conflict);
   if (context.json) return printJson(operation);
   printOperation(operation);
 }

@@ -1,14 +1,43 @@
+import { spawn } from "node:child_process";
 import path from "node:path";
-import { pathToFileURL } from "node:url";
-
-const projectRoot = path.resolve(import.meta.dirname, "../..");
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { formatLogLine } from "./log-lines.js";
 
 /**
- * `axon serve` and `axon mcp` run an entry point of src/ in this process. The entry reads its own options from
- * process.argv, as if it had been started directly, and keeps the process alive for as long as it serves.
+ * `axon serve`: the server in this process, its JSON logs on stdout, when stdout is a pipe or a file (what log
+ * collectors read). On a terminal it runs as a child whose JSON lines are shown for a person, as `| pino-pretty`
+ * would: the server itself always logs JSON.
  */
-export async function runEntryPoint(entry: "src/main.ts" | "src/mcp/stdio.ts", args: string[]): Promise<void> {
-  const file = path.join(projectRoot, entry);
-  process.argv = [process.argv[0] ?? "node", file, ...args];
-  await import(pathToFileURL(file).href);
+export async function serve(): Promise<void> {
+  if (!process.stdout.isTTY) {
+    await import("../main.js");
+    return;
+  }
+  const child = spawn(process.execPath, [...sameLoader(), sibling("../main")], { stdio: ["inherit", "pipe", "inherit"] });
+  const color = process.env.NO_COLOR === undefined && process.env.TERM !== "dumb";
+  createInterface({ input: child.stdout! }).on("line", (line) => process.stdout.write(`${formatLogLine(line, color)}\n`));
+  // Ctrl-C reaches the child from the terminal too; a signal sent to this process alone is passed on. Either way the
+  // child drains and stops, and its exit ends this process.
+  for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => child.kill(signal));
+  child.on("exit", (code, signal) => {
+    process.exitCode = code ?? (signal ? 1 : 0);
+  });
+}
+
+/** `axon mcp`: the MCP server on stdio, in this process; it reads its options from process.argv. */
+export async function serveMcp(token: string | undefined): Promise<void> {
+  process.argv = [process.argv[0] ?? "node", sibling("../mcp/stdio"), ...(token ? ["--token", token] : [])];
+  await import("../mcp/stdio.js");
+}
+
+// The same build of Axon as this file: TypeScript through tsx from src/, or compiled JavaScript.
+const extension = path.extname(fileURLToPath(import.meta.url));
+
+function sibling(relative: string): string {
+  return fileURLToPath(new URL(`${relative}${extension}`, import.meta.url));
+}
+
+function sameLoader(): string[] {
+  return extension === ".ts" ? ["--import", import.meta.resolve("tsx")] : [];
 }

@@ -62,6 +62,15 @@ export function agentOperationsService(broker: OperationsBroker, descriptor: Des
       }
     },
 
+    // Every event of the operations feed that is about one of the caller's operations, as that operation now is.
+    async *watchOperations(_request, context) {
+      const client = clientOf(context);
+      for await (const event of broker.events(undefined, context.signal)) {
+        if (event.clientId !== client || !event.operationId) continue;
+        yield { operation: operationMessage(await broker.get(client, event.operationId), { summary: true }) };
+      }
+    },
+
     async createGrant(request, context) {
       const { grant, created } = await broker.createGrant(clientOf(context), {
         clientRequestId: request.clientRequestId,

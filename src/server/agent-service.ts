@@ -18,7 +18,8 @@ export function agentService(registry: AgentRegistry, chats: ChatRunner): Servic
 
     connectivity(request, context) {
       const network = networkOf(registry, request.agentName, context);
-      return { connectivityInfo: registry.connectivity(network.name) };
+      // The network's metadata as neuro-san reports it (description, tags, sample_queries, ...): clients show it.
+      return { connectivityInfo: registry.connectivity(network.name), metadata: network.metadata };
     },
 
     async *streamingChat(request, context) {

@@ -26,7 +26,7 @@ export interface WebConsole {
   handle(req: HttpRequest, res: HttpResponse): Promise<boolean>;
 }
 
-/** Serves the built web console from `distDir`: `index.html` at `/`, the hashed bundles under `/assets/`. */
+/** Serves the built web console from `distDir`: `index.html` at `/`, the hashed bundles under `/assets/`, the favicon. */
 export function serveWebConsole(distDir: string = webConsoleDir): WebConsole {
   return {
     async handle(req, res) {
@@ -35,6 +35,10 @@ export function serveWebConsole(distDir: string = webConsoleDir): WebConsole {
       if (pathname === "/" || pathname === "/index.html") {
         // index.html names the current bundles, so it is revalidated every time.
         return send(req, res, path.join(distDir, "index.html"), "no-cache", notBuilt);
+      }
+      // Browsers ask for /favicon.ico whatever the page says: both names answer the one SVG icon.
+      if (pathname === "/favicon.svg" || pathname === "/favicon.ico") {
+        return send(req, res, path.join(distDir, "favicon.svg"), "public, max-age=86400", sendNotFound, contentTypes[".svg"]);
       }
       // Only plain file names directly under assets/: no `..`, no encoded separators, nothing to traverse with.
       if (!pathname.startsWith("/assets/")) return false;
@@ -50,6 +54,7 @@ async function send(
   file: string,
   cacheControl: string,
   missing: (res: HttpResponse) => boolean,
+  contentType = contentTypes[path.extname(file)] ?? "application/octet-stream",
 ): Promise<boolean> {
   let body: Buffer;
   try {
@@ -58,7 +63,7 @@ async function send(
     return missing(res);
   }
   res.writeHead(200, {
-    "content-type": contentTypes[path.extname(file)] ?? "application/octet-stream",
+    "content-type": contentType,
     "content-length": body.length,
     "cache-control": cacheControl,
     "x-content-type-options": "nosniff",

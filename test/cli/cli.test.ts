@@ -1,4 +1,4 @@
-import { execFile, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, statSync } from "node:fs";
 import os from "node:os";
@@ -8,14 +8,9 @@ import { loadPrincipals } from "../../src/auth/principals.js";
 import { alice, operator, roomyAdmission, secret, startUpstream, writeFiles } from "../support/operations.js";
 import { ScriptedLlm } from "../support/scripted-llm/scripted-llm.js";
 import { projectRoot, startTestServer, type TestServer } from "../support/server.js";
+import { runAxon, type Run } from "./run-axon.js";
 
 type Json = Record<string, any>;
-
-interface Run {
-  status: number;
-  stdout: string;
-  stderr: string;
-}
 
 let llm: ScriptedLlm;
 let upstream: Awaited<ReturnType<typeof startUpstream>>;
@@ -40,16 +35,9 @@ afterAll(async () => {
   await llm.close();
 });
 
-/** The real `axon` binary, as a user runs it from the repository. */
+/** The real `axon` binary against this file's server, as client alice and the operator. */
 function axon(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ["bin/axon.mjs", ...args],
-      { cwd: projectRoot, env: { PATH: process.env.PATH ?? "", AXON_URL: server.url, AXON_TOKEN: alice, AXON_OPERATOR_TOKEN: operator, ...env }, timeout: 30_000 },
-      (error, stdout, stderr) => resolve({ status: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-    );
-  });
+  return runAxon(args, { AXON_URL: server.url, AXON_TOKEN: alice, AXON_OPERATOR_TOKEN: operator, ...env });
 }
 
 /** A command that must succeed with `--json`: its one JSON document, parsed. */
@@ -102,17 +90,34 @@ describe("axon", () => {
     expect(run.stderr).toMatch(/^axon: op_\S+ ended denied/);
   });
 
-  it("reports an unknown network in one line with exit status 3", async () => {
-    const run = await axon(["connectivity", "no_such_network"]);
-    expect(run.status).toBe(3);
-    expect(run.stdout).toBe("");
-    expect(run.stderr).toMatch(/^axon: .+ \(AGENT_NOT_FOUND, NOT_FOUND\)\n$/);
+  it("reports an unknown network in one line that names it, with exit status 3", async () => {
+    for (const args of [["connectivity", "no_such_network"], ["chat", "no_such_network", "-m", "hi", "--protocol", "grpc"]]) {
+      const run = await axon(args);
+      expect(run.status).toBe(3);
+      expect(run.stdout).toBe("");
+      expect(run.stderr).toBe("axon: no_such_network: agent network not found (AGENT_NOT_FOUND, NOT_FOUND)\n");
+    }
   });
 
-  it("reports a wrong token in one line with exit status 4", async () => {
+  it("reports a wrong token in one line that says its code once, with exit status 4", async () => {
     const run = await axon(["op", "list"], { AXON_TOKEN: secret() });
     expect(run.status).toBe(4);
-    expect(run.stderr).toMatch(/^axon: .+ \(UNAUTHENTICATED, UNAUTHENTICATED\)\n$/);
+    expect(run.stderr).toBe("axon: a valid client bearer secret is required (UNAUTHENTICATED)\n");
+  });
+
+  it("asks for an operator secret when none is given", async () => {
+    const run = await axon(["operator", "list"], { AXON_OPERATOR_TOKEN: "" });
+    expect(run.status).toBe(4);
+    expect(run.stderr).toBe("axon: an operator secret is required: pass --operator-token or AXON_OPERATOR_TOKEN\n");
+  });
+
+  it("says when an operation to cancel has already ended, with exit status 5, and changes nothing", async () => {
+    const submitted = (await axonJson(["op", "submit", "--operation", "http.request", "--target", JSON.stringify({ credential: "upstream", path: "/ended" }), "--arguments", '{"method": "GET"}', "--reason", "soon denied"])) as Json;
+    await axonJson(["operator", "deny", submitted.approval_id]);
+    const run = await axon(["op", "cancel", submitted.id]);
+    expect(run.status).toBe(5);
+    expect(run.stderr).toBe(`axon: ${submitted.id} was not canceled: it had already ended denied\n`);
+    expect((await axonJson(["op", "get", submitted.id])).state).toBe("denied");
   });
 
   it("adds a client whose secret the server accepts, and refuses the same name twice", async () => {

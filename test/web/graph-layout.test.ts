@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { layoutGraph, nodeHeight, nodeWidth } from "../../web/src/graph-layout.js";
+import { labelLines, layoutGraph, nodeHeight, nodeWidth } from "../../web/src/graph-layout.js";
 
 const entry = (origin: string, tools: string[] = [], displayAs = "llm_agent") => ({ origin, tools, displayAs });
 
@@ -40,6 +40,19 @@ describe("the connectivity graph layout", () => {
       expect(node.x + nodeWidth / 2).toBeLessThanOrEqual(layout.width);
       expect(node.y + nodeHeight / 2).toBeLessThanOrEqual(layout.height);
     }
+  });
+
+  it("wraps a long name or URL onto a second line instead of cutting it, and marks the front man", () => {
+    expect(labelLines("Greeter")).toEqual(["Greeter"]);
+    expect(labelLines("http://localhost:30012/other")).toEqual(["http://localhost:", "30012/other"]);
+    expect(labelLines("https://agents.example.com/travel/desk")).toEqual(["https://agents.", "example.com/trave…"]);
+    expect(labelLines("a_rather_long_agent_name")).toEqual(["a_rather_long_", "agent_name"]);
+    expect(labelLines("x".repeat(50))).toEqual(["x".repeat(18), `${"x".repeat(17)}…`]);
+    const layout = layoutGraph([entry("Front", ["http://localhost:30012/other"])]);
+    expect(layout.nodes.map((node) => [node.name, node.front, node.label.length])).toEqual([
+      ["Front", true, 1],
+      ["http://localhost:30012/other", false, 2],
+    ]);
   });
 
   it("draws nothing for no connectivity", () => {

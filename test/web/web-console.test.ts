@@ -42,6 +42,7 @@ describe("the web console's static files", () => {
     writeFileSync(path.join(dist, "index.html"), "<!doctype html><title>console</title>");
     writeFileSync(path.join(dist, "assets", "index-AbC123.js"), "console.log(1);");
     writeFileSync(path.join(dist, "assets", "index-XyZ789.css"), "body{}");
+    writeFileSync(path.join(dist, "favicon.svg"), "<svg/>");
     writeFileSync(path.join(root, "secret.txt"), "do not serve");
     server = await startStaticServer(dist);
     unbuilt = await startStaticServer(path.join(root, "missing"));
@@ -67,6 +68,15 @@ describe("the web console's static files", () => {
     expect(script.body).toBe("console.log(1);");
     const style = await request(server.port, "GET", "/assets/index-XyZ789.css");
     expect(style.headers["content-type"]).toBe("text/css; charset=utf-8");
+  });
+
+  it("answers /favicon.ico and /favicon.svg with the SVG icon", async () => {
+    for (const name of ["/favicon.ico", "/favicon.svg"]) {
+      const response = await request(server.port, "GET", name);
+      expect(response.status, name).toBe(200);
+      expect(response.headers["content-type"]).toBe("image/svg+xml");
+      expect(response.body).toBe("<svg/>");
+    }
   });
 
   it("answers HEAD with the headers and no body", async () => {

@@ -10,6 +10,10 @@ export interface ConnectivityEntry {
 export interface PlacedNode {
   name: string;
   kind: string;
+  /** The node's name in at most two lines that fit its box: long names and URLs wrap rather than being cut. */
+  label: string[];
+  /** The front man: the node the user talks to. */
+  front: boolean;
   layer: number;
   /** Centre of the node's box. */
   x: number;
@@ -30,11 +34,13 @@ export interface GraphLayout {
   height: number;
 }
 
-export const nodeWidth = 150;
-export const nodeHeight = 36;
-const horizontalGap = 30;
-const verticalGap = 60;
-const margin = 20;
+export const nodeWidth = 124;
+export const nodeHeight = 44;
+/** Characters of the 13 px label font that fit on one line of a node. */
+export const labelLineLength = 18;
+const horizontalGap = 18;
+const verticalGap = 56;
+const margin = 12;
 
 export function layoutGraph(entries: readonly ConnectivityEntry[]): GraphLayout {
   const kinds = new Map<string, string>();
@@ -78,6 +84,8 @@ export function layoutGraph(entries: readonly ConnectivityEntry[]): GraphLayout 
       nodes.push({
         name,
         kind: kinds.get(name)!,
+        label: labelLines(name),
+        front: name === front,
         layer,
         x: left + index * (nodeWidth + horizontalGap) + nodeWidth / 2,
         y: margin + layer * (nodeHeight + verticalGap) + nodeHeight / 2,
@@ -89,4 +97,24 @@ export function layoutGraph(entries: readonly ConnectivityEntry[]): GraphLayout 
     entry.tools.map((tool) => ({ from: entry.origin, to: tool, back: layers.get(tool)! <= layers.get(entry.origin)! })),
   );
   return { nodes, edges, width, height };
+}
+
+/**
+ * A name in one or two lines of at most `labelLineLength` characters, broken before the last path `/` or after the
+ * last `_`, `-`, `.`, `:` or space that fits (`http://localhost:` then `30012/other`); only a name too long for two
+ * lines ends with an ellipsis.
+ */
+export function labelLines(name: string): string[] {
+  if (name.length <= labelLineLength) return [name];
+  let cut = labelLineLength;
+  for (let index = labelLineLength; index > 0; index--) {
+    const before = name[index - 1]!;
+    const pathSlash = name[index] === "/" && before !== "/" && before !== ":";
+    if (pathSlash || (index < labelLineLength && "_-.: ".includes(before))) {
+      cut = index;
+      break;
+    }
+  }
+  const rest = name.slice(cut).trimStart();
+  return [name.slice(0, cut).trimEnd(), rest.length <= labelLineLength ? rest : `${rest.slice(0, labelLineLength - 1)}…`];
 }

@@ -2,27 +2,56 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Request } from "../../src/gen/axon/operator/v1/operator_pb.js";
 import { describeError, isCanceled, isUnauthenticated, operator, operatorSecret } from "./clients.js";
 import { button, element, prettyJson } from "./dom.js";
-import { secretForm } from "./secret-form.js";
+import { field, stateBadge } from "./operations.js";
+import { SecretForm } from "./secret-form.js";
 
 const retryMs = 3000;
 const catchUpMs = 1000;
 
+/** What each request status means to the operator deciding it. */
+const STATUS_WORDS: Record<string, string> = {
+  pending: "waiting for your decision",
+  active: "approved, usable",
+  consumed: "approved and used",
+  denied: "denied",
+  expired: "expired",
+  revoked: "revoked",
+  canceled: "canceled by the client",
+  failed: "failed",
+};
+
+type Decision = "approve" | "deny" | "revoke";
+const DECISION_WORDS: Record<Decision, { verb: string; done: string }> = {
+  approve: { verb: "Approve", done: "Approved" },
+  deny: { verb: "Deny", done: "Denied" },
+  revoke: { verb: "Revoke", done: "Revoked" },
+};
+
 /**
- * The operator queue: requests by status (ListRequests), decided with Approve / Deny / Revoke at the revision shown
- * (expected_revision: a stale view is refused, not applied). WatchEvents reloads the list whenever anything changes.
+ * The operator queue: requests by status (ListRequests), each with what its operation will do (GetRequest's linked
+ * operation: its presentation names the method, the URL and the credential), decided after a confirmation at the
+ * revision shown (a stale view is refused, not applied). WatchEvents reloads the queue whenever anything changes.
  */
 export function showOperator(root: HTMLElement): void {
   const status = element("p", { class: "status", role: "status" });
-  const rows = element("tbody");
-  const filter = element(
-    "select",
-    { name: "status" },
-    ...["pending", "active", "history", "all"].map((value) => element("option", { value }, value)),
-  );
+  const cards = element("ul", { class: "requests" });
+  const filter = element("select", { name: "status", "aria-label": "which requests" }, ...["pending", "active", "history", "all"].map((value) => element("option", { value }, value)));
   filter.addEventListener("change", () => void load());
+  /** Linked operations by request id and revision: a reload refetches only what changed. */
+  const details = new Map<string, Request>();
   let events: AbortController | undefined;
   let loading: Promise<void> | undefined;
   let reloadAgain = false;
+  const secretForm = new SecretForm(operatorSecret, "operator secret", () => changed());
+
+  function failed(error: unknown): boolean {
+    if (!isUnauthenticated(error)) return false;
+    events?.abort();
+    cards.replaceChildren();
+    status.textContent = "";
+    secretForm.rejected();
+    return true;
+  }
 
   // Events can come in bursts: one list call at a time, and one more after it if anything arrived meanwhile.
   function load(): Promise<void> {
@@ -42,49 +71,102 @@ export function showOperator(root: HTMLElement): void {
 
   async function list(): Promise<void> {
     if (!operatorSecret.value) {
-      rows.replaceChildren();
+      cards.replaceChildren();
       status.textContent = "Enter the operator secret to see the queue.";
       return;
     }
     try {
       const { requests } = await operator.listRequests({ status: filter.value, limit: 100 });
-      rows.replaceChildren(...requests.map(row));
-      status.textContent = requests.length === 0 ? `No ${filter.value} requests.` : "";
+      const withOperations = await Promise.all(requests.map(linked));
+      // A decision's confirmation in progress survives a reload of the same request at the same revision.
+      const open = new Map([...cards.querySelectorAll<HTMLElement>(".request-card[data-confirming]")].map((card) => [`${card.dataset.id}@${card.dataset.revision}`, card]));
+      cards.replaceChildren(...withOperations.map((request) => open.get(`${request.id}@${request.revision}`) ?? card(request)));
+      if (requests.length === 0) status.textContent = filter.value === "pending" ? "Nothing waits for a decision. New requests appear here by themselves." : `No ${filter.value} requests.`;
+      else if (!status.classList.contains("done")) status.textContent = "";
     } catch (error) {
-      status.textContent = describeError(error);
+      if (!failed(error)) status.textContent = describeError(error);
     }
   }
 
-  function row(request: Request): HTMLTableRowElement {
-    const decide = (action: "approve" | "deny" | "revoke") => async () => {
-      const call = { id: request.id, expectedRevision: request.revision };
-      try {
-        if (action === "approve") await operator.approveRequest(call);
-        else if (action === "deny") await operator.denyRequest(call);
-        else await operator.revokeRequest(call);
-        status.textContent = `${request.id}: ${action}d`;
-      } catch (error) {
-        status.textContent = `${request.id}: ${describeError(error)}`;
-      }
-      await load();
-    };
-    const actions =
-      request.status === "pending"
-        ? [button("Approve", decide("approve"), { class: "approve" }), button("Deny", decide("deny"), { class: "deny" })]
-        : request.status === "active" || request.status === "approved"
-          ? [button("Revoke", decide("revoke"), { class: "revoke" })]
-          : [];
-    return element(
-      "tr",
-      { class: "request", "data-id": request.id, "data-status": request.status },
-      element("td", { class: "mono" }, request.id),
-      element("td", {}, request.clientId),
-      element("td", {}, request.operation, element("pre", {}, prettyJson(request.target ?? {}))),
-      element("td", {}, request.reason),
-      element("td", {}, `${request.status} · r${request.revision}`),
-      element("td", {}, request.createdAt ? timestampDate(request.createdAt).toLocaleTimeString() : ""),
-      element("td", { class: "actions" }, ...actions),
+  async function linked(request: Request): Promise<Request> {
+    const key = `${request.id}@${request.revision}`;
+    const known = details.get(key);
+    if (known) return known;
+    const { request: full } = await operator.getRequest({ id: request.id });
+    const result = full ?? request;
+    details.set(key, result);
+    return result;
+  }
+
+  function card(request: Request): HTMLElement {
+    const operation = request.linkedOperation;
+    const title = operation?.presentation?.title || `${request.operation} for ${request.clientId}`;
+    const summary = operation?.presentation?.summary;
+    const actions = element("div", { class: "actions" });
+    const item = element(
+      "li",
+      { class: "request-card request", "data-id": request.id, "data-status": request.status, "data-revision": String(request.revision) },
+      element("h3", {}, title, element("span", { class: `state state-${request.status}`, "data-state": request.status }, STATUS_WORDS[request.status] ?? request.status)),
+      summary ? element("div", { class: "will-call" }, element("strong", {}, "It will call"), element("span", { class: "summary" }, summary)) : null,
+      element(
+        "dl",
+        { class: "fields" },
+        ...field("client", request.clientId),
+        ...field("reason", request.reason),
+        ...field("grant", grantTerms(request)),
+        ...(operation ? field("operation", element("span", {}, stateBadge(operation.state), " ", element("span", { class: "mono" }, operation.id))) : []),
+        ...(request.expiresAt ? field(request.status === "pending" ? "decide by" : "expires", timestampDate(request.expiresAt).toLocaleString()) : []),
+        ...field("requested", request.createdAt ? timestampDate(request.createdAt).toLocaleString() : ""),
+      ),
+      element("details", {}, element("summary", {}, "target"), element("pre", {}, prettyJson(request.target ?? {}))),
+      actions,
     );
+    const decisions: Decision[] = request.status === "pending" ? ["approve", "deny"] : request.status === "active" ? ["revoke"] : [];
+    const showButtons = () => {
+      delete item.dataset.confirming;
+      actions.replaceChildren(...decisions.map((decision) => button(`${DECISION_WORDS[decision].verb}…`, () => confirm(decision), { class: decision === "approve" ? `primary ${decision}` : `secondary ${decision}` })));
+    };
+    const confirm = (decision: Decision) => {
+      item.dataset.confirming = decision;
+      const reason = element("input", { name: "reason", placeholder: "reason, for the audit (optional)", "aria-label": "reason for the audit" });
+      const words = DECISION_WORDS[decision];
+      const panel = element(
+        "div",
+        { class: `confirm ${decision}`, role: "group", "aria-label": `${words.verb} ${title}` },
+        element("p", {}, element("strong", {}, `${words.verb} “${title}”?`), summary && decision === "approve" ? ` It will call ${summary}.` : ""),
+        reason,
+        element(
+          "div",
+          { class: "actions" },
+          button(`Confirm: ${words.verb.toLowerCase()}`, () => void decide(request, decision, reason.value, title), { class: decision === "approve" ? "primary confirm-decision" : "danger confirm-decision" }),
+          button("Cancel", showButtons, { class: "secondary" }),
+        ),
+      );
+      panel.addEventListener("keydown", (event) => {
+        if (event.key === "Escape") showButtons();
+      });
+      actions.replaceChildren(panel);
+      reason.focus();
+    };
+    showButtons();
+    return item;
+  }
+
+  async function decide(request: Request, decision: Decision, reason: string, title: string): Promise<void> {
+    const call = { id: request.id, expectedRevision: request.revision, ...(reason.trim() ? { reason: reason.trim() } : {}) };
+    status.classList.remove("done");
+    try {
+      if (decision === "approve") await operator.approveRequest(call);
+      else if (decision === "deny") await operator.denyRequest(call);
+      else await operator.revokeRequest(call);
+      status.textContent = `${DECISION_WORDS[decision].done}: ${title}${decision === "approve" ? ". It runs now." : "."}`;
+      status.classList.add("done");
+    } catch (error) {
+      if (!failed(error)) status.textContent = `${title}: ${describeError(error)}`;
+    }
+    const card = cards.querySelector<HTMLElement>(`.request-card[data-id="${request.id}"]`);
+    if (card) delete card.dataset.confirming;
+    await load();
   }
 
   async function watchEvents(): Promise<void> {
@@ -99,8 +181,8 @@ export function showOperator(root: HTMLElement): void {
         for await (const _ of operator.watchEvents({}, { signal: controller.signal })) void load();
       } catch (error) {
         if (isCanceled(error) || controller.signal.aborted) return;
+        if (failed(error)) return;
         status.textContent = `live updates: ${describeError(error)}`;
-        if (isUnauthenticated(error)) return;
       } finally {
         clearTimeout(catchUp);
       }
@@ -109,21 +191,23 @@ export function showOperator(root: HTMLElement): void {
     }
   }
 
-  const changed = () => {
+  function changed(): void {
+    status.classList.remove("done");
     void load();
     void watchEvents();
-  };
+  }
   root.replaceChildren(
-    element("h2", {}, "Operator queue"),
-    secretForm(operatorSecret, "operator secret", changed),
-    element("div", { class: "toolbar" }, element("label", {}, "Status ", filter), button("Refresh", () => void load())),
+    element("div", { class: "panel-head" }, element("h2", {}, "Operator queue"), secretForm.root),
+    element("div", { class: "toolbar" }, element("label", {}, "Show ", filter), button("Reload", () => void load(), { class: "secondary small" })),
     status,
-    element(
-      "table",
-      { class: "requests-table" },
-      element("thead", {}, element("tr", {}, ...["Request", "Client", "Operation", "Reason", "Status", "Created", ""].map((name) => element("th", {}, name)))),
-      rows,
-    ),
+    cards,
   );
   changed();
+}
+
+/** The grant an approval gives, in words: once for this operation, or a window of uses. */
+function grantTerms(request: Request): string {
+  if (request.mode === "execution") return "once, for this operation only";
+  const parts = [request.minutes !== undefined ? `for ${request.minutes} minutes` : "", request.maxUses !== undefined ? `up to ${request.maxUses} uses` : ""].filter(Boolean);
+  return `a window ${parts.join(", ")}`.trim();
 }
