@@ -318,8 +318,8 @@ describe("refusals before a chat starts", () => {
   });
 });
 
-describe("data-driven network tests (tests/networks) against the examples and a scripted LLM", () => {
-  const folder = path.join(projectRoot, "tests/networks");
+describe("data-driven network tests (test/networks) against the examples and a scripted LLM", () => {
+  const folder = path.join(projectRoot, "test/networks");
   const files = readdirSync(folder).map((file) => path.join(folder, file));
 
   it("every case passes; gist assertions are skipped without a judge", async () => {
