@@ -1,4 +1,5 @@
 import type { JsonObject, JsonValue } from "./hocon.js";
+import { networkNameProblem } from "./manifest.js";
 import { RegistryProblemsError, type RegistryProblem } from "./problem.js";
 import { isJsonObject } from "../json.js";
 
@@ -64,6 +65,8 @@ export interface AgentNetwork {
   name: string;
   file: string;
   public: boolean;
+  /** Offered as a tool by Axon's MCP server. */
+  mcp: boolean;
   metadata: JsonObject;
   description: string;
   tags: string[];
@@ -79,13 +82,16 @@ export interface AgentNetwork {
   llmInfoFile?: string;
   /** The whole file after includes, substitutions and commondefs. */
   raw: JsonObject;
+  /** What is wrong but leaves the network served (reported and logged at load). */
+  warnings: RegistryProblem[];
 }
 
 export const DEFAULT_LIMITS: NetworkLimits = Object.freeze({ maxIterations: 20, maxExecutionSeconds: 120 });
 
-const AGENT_NAME = /^[A-Za-z0-9_-]+$/;
+/** What LLM providers accept as a tool name; neuro-san warns about other agent names and so does Axon. */
+const LLM_TOOL_NAME = /^[A-Za-z0-9_-]+$/;
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
 const CODED_TOOL_CLASS = /^[A-Za-z_][\w-]*(\.[A-Za-z_][\w-]*)*\.[A-Za-z_$][\w$]*$/;
-const SAME_SERVER_REFERENCE = /^\/([A-Za-z0-9_-]+)$/;
 
 export const DEFAULT_DISPLAY_AS: Record<NodeKind, string> = {
   front_man: "llm_agent",
@@ -100,10 +106,12 @@ export function nodeKindOf(spec: { className?: string } | undefined, isFirst: bo
   return spec.className === undefined ? "llm_agent" : "coded_tool";
 }
 
-/** `/name` or an http(s) URL; anything else is a local name. */
+/** `/name` (also `/industry/macys`) or an http(s) URL; anything else is a local name. */
 export function externalTargetOf(reference: string): ExternalTarget | undefined {
-  const sameServer = SAME_SERVER_REFERENCE.exec(reference);
-  if (sameServer?.[1]) return { kind: "same_server", network: sameServer[1] };
+  if (reference.startsWith("/")) {
+    const network = reference.slice(1);
+    return networkNameProblem(network) === undefined ? { kind: "same_server", network } : undefined;
+  }
   if (!/^https?:\/\//i.test(reference)) return undefined;
   let url: URL;
   try {
@@ -119,6 +127,7 @@ export interface NetworkSource {
   name: string;
   file: string;
   public: boolean;
+  mcp: boolean;
   raw: JsonObject;
 }
 
@@ -187,6 +196,7 @@ export function buildNetwork(source: NetworkSource): AgentNetwork {
     name: source.name,
     file: source.file,
     public: source.public,
+    mcp: source.mcp,
     metadata,
     description,
     tags,
@@ -202,6 +212,7 @@ export function buildNetwork(source: NetworkSource): AgentNetwork {
     ...(typeof verbose === "boolean" || typeof verbose === "string" ? { verbose } : {}),
     ...(llmInfoFile === undefined ? {} : { llmInfoFile }),
     raw,
+    warnings: check.warnings,
   });
 }
 
@@ -232,9 +243,12 @@ function readAgentSpec(spec: JsonObject, keyPath: string, isFirst: boolean, chec
     if (spec.name === undefined) check.problem(`${keyPath}.name`, "is required");
     return undefined;
   }
-  if (!AGENT_NAME.test(name)) {
-    check.problem(`${keyPath}.name`, "must match [A-Za-z0-9_-]+");
+  if (name === "" || name.startsWith("/") || CONTROL_CHARACTERS.test(name)) {
+    check.problem(`${keyPath}.name`, "must be a non-empty name, without control characters, not starting with /");
     return undefined;
+  }
+  if (!LLM_TOOL_NAME.test(name)) {
+    check.warning(`${keyPath}.name`, "has characters LLM tool names do not allow; LLMs see them replaced by _");
   }
 
   const className = check.optionalString(spec, "class", `${keyPath}.class`);
@@ -382,10 +396,15 @@ function escapeRegExp(text: string): string {
 /** Reads optional typed keys, collecting a problem (file, key path, reason) for each one of the wrong type. */
 class Checker {
   readonly problems: RegistryProblem[] = [];
+  readonly warnings: RegistryProblem[] = [];
   constructor(private readonly file: string) {}
 
   problem(key: string, reason: string): void {
     this.problems.push({ file: this.file, key, reason });
+  }
+
+  warning(key: string, reason: string): void {
+    this.warnings.push({ file: this.file, key, reason, severity: "warning" });
   }
 
   optionalObject(container: JsonObject, key: string, keyPath = key): JsonObject | undefined {

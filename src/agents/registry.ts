@@ -4,19 +4,19 @@ import path from "node:path";
 import { agentNotFound } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { connectivityOf, functionOf, listingOf, type AgentListing, type ConnectivityEntry } from "./connectivity.js";
-import { HoconError, parseHoconFile, type HoconOptions } from "./hocon.js";
+import { HoconError, parseHoconFile, type Environment, type HoconOptions } from "./hocon.js";
 import { readManifest, type ManifestEntry } from "./manifest.js";
 import { buildNetwork, type AgentFunction, type AgentNetwork } from "./network.js";
-import { RegistryProblemsError, describeProblem, problemOfHoconError, type RegistryProblem } from "./problem.js";
+import { RegistryProblemsError, describeProblem, problemOfHoconError, problemsOfMissingIncludes, type RegistryProblem } from "./problem.js";
 
 export interface AgentRegistryOptions {
   /** `AGENT_MANIFEST_FILE`; network paths in it are relative to it. */
   manifestFile: string;
-  /** Where `include "registries/x.hocon"` is looked for when it is not next to the including file. */
+  /** The working directory: where `include "registries/x.hocon"` is looked for last (see `includeRootsOf`). */
   projectRoot: string;
   logger?: Logger;
-  /** Let `${NAME}` in network files read the environment. Off: their text reaches clients and LLMs. */
-  allowEnvironmentSubstitution?: boolean;
+  /** What `${NAME}` in network files reads when the file does not define NAME (the server's environment). */
+  environment?: Environment;
 }
 
 /** One consistent view of the served networks; a reload builds a new one and swaps it in whole. */
@@ -46,8 +46,9 @@ export class AgentRegistry {
   private constructor(private readonly options: AgentRegistryOptions) {
     this.manifestFile = path.resolve(options.manifestFile);
     this.hoconOptions = {
+      includeRoots: [checkoutRootOf(this.manifestFile)],
       projectRoot: path.resolve(options.projectRoot),
-      allowEnvironment: options.allowEnvironmentSubstitution ?? false,
+      ...(options.environment === undefined ? {} : { environment: options.environment }),
     };
   }
 
@@ -78,6 +79,13 @@ export class AgentRegistry {
   listPublic(): AgentListing[] {
     return this.networks()
       .filter((network) => network.public)
+      .map(listingOf);
+  }
+
+  /** The networks Axon's MCP server offers as tools: public ones, unless the manifest says `mcp: false`. */
+  listMcp(): AgentListing[] {
+    return this.networks()
+      .filter((network) => network.mcp)
       .map(listingOf);
   }
 
@@ -175,14 +183,15 @@ export class AgentRegistry {
       const loaded = loads[index];
       if (loaded === undefined) return;
       for (const file of loaded.files) files.add(file);
-      if ("network" in loaded) {
+      problems.push(...loaded.problems);
+      if (loaded.network !== undefined) {
         networks.set(entry.name, loaded.network);
         return;
       }
-      problems.push(...loaded.problems);
       const stale = previous.networks.get(entry.name);
       if (stale !== undefined && stale.file === entry.file) {
-        networks.set(entry.name, stale.public === entry.public ? stale : Object.freeze({ ...stale, public: entry.public }));
+        const unchanged = stale.public === entry.public && stale.mcp === entry.mcp;
+        networks.set(entry.name, unchanged ? stale : Object.freeze({ ...stale, public: entry.public, mcp: entry.mcp }));
         problems.push({ file: entry.file, reason: `still serving the version of ${entry.name} loaded before` });
       }
     });
@@ -196,30 +205,43 @@ export class AgentRegistry {
     return problems;
   }
 
+  /** A served network comes with its warnings; a failed one with its problems. */
   private async loadNetwork(
     entry: ManifestEntry,
-  ): Promise<({ network: AgentNetwork } | { problems: RegistryProblem[] }) & { files: string[] }> {
+  ): Promise<{ network?: AgentNetwork; problems: RegistryProblem[]; files: string[] }> {
     let parsed;
     try {
       parsed = await parseHoconFile(entry.file, this.hoconOptions);
     } catch (error) {
       if (!(error instanceof HoconError)) throw error;
-      return { problems: [problemOfHoconError(error)], files: error.files };
+      return { problems: [...problemsOfMissingIncludes(error.missingIncludes), problemOfHoconError(error)], files: error.files };
     }
+    const warnings = problemsOfMissingIncludes(parsed.missingIncludes);
     try {
-      const network = buildNetwork({ name: entry.name, file: entry.file, public: entry.public, raw: parsed.value });
-      return { network, files: parsed.files };
+      const network = buildNetwork({ name: entry.name, file: entry.file, public: entry.public, mcp: entry.mcp, raw: parsed.value });
+      return { network, problems: [...warnings, ...network.warnings], files: parsed.files };
     } catch (error) {
       if (!(error instanceof RegistryProblemsError)) throw error;
-      return { problems: error.problems, files: parsed.files };
+      return { problems: [...warnings, ...error.problems], files: parsed.files };
     }
   }
 
   private log(problems: readonly RegistryProblem[], message: string): void {
     for (const problem of problems) {
-      this.options.logger?.warn({ ...problem, problem: describeProblem(problem) }, message);
+      this.options.logger?.warn({ ...problem, problem: describeProblem(problem) }, problem.severity === "warning" ? "agent network warning" : message);
     }
   }
+}
+
+/**
+ * The checkout a manifest belongs to, where its `include "registries/..."` lines point: the folder holding its
+ * `registries` folder (neuro-san-studio's layout), else the folder above the manifest's. Includes are looked for
+ * there before the working directory, so a studio checkout loads from wherever the server runs.
+ */
+export function checkoutRootOf(manifestFile: string): string {
+  const folders = path.dirname(manifestFile).split(path.sep);
+  const registries = folders.lastIndexOf("registries");
+  return registries > 0 ? folders.slice(0, registries).join(path.sep) || path.sep : path.dirname(path.dirname(manifestFile));
 }
 
 async function fingerprintsOf(files: Iterable<string>): Promise<Map<string, string>> {

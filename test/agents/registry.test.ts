@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 
-import { AgentRegistry } from "../../src/agents/registry.js";
+import path from "node:path";
+import { AgentRegistry, checkoutRootOf } from "../../src/agents/registry.js";
 import { RegistryProblemsError } from "../../src/agents/problem.js";
 import { AxonError, Code } from "../../src/errors.js";
 import type { Logger } from "../../src/logger.js";
@@ -142,6 +143,71 @@ describe("serving networks", () => {
     expect(agents.listPublic()).toHaveLength(100);
     // Generous: a few hundred milliseconds here; this only catches accidental quadratic work.
     expect(performance.now() - started).toBeLessThan(10_000);
+  });
+});
+
+describe("a neuro-san-studio checkout", () => {
+  // Its manifest and networks include "registries/..." paths, meant relative to the checkout's root.
+  const studio = {
+    "studio/registries/manifest.hocon": `include "registries/basic/manifest.hocon"`,
+    "studio/registries/basic/manifest.hocon": `"basic/music_nerd.hocon": true`,
+    "studio/registries/basic/music_nerd.hocon": `include "registries/llm_config.hocon"\n${smallNetwork("Music")}\nllm_config: \${llm}`,
+    "studio/registries/llm_config.hocon": `llm { model_name: \${?STUDIO_MODEL} }`,
+  };
+
+  it("serves its networks with AGENT_MANIFEST_FILE pointing into it, whatever the working directory", async () => {
+    folder = await NetworkFolder.create(studio);
+    registry = await AgentRegistry.load({
+      manifestFile: folder.path("studio/registries/manifest.hocon"),
+      projectRoot: folder.path("elsewhere"),
+      environment: { STUDIO_MODEL: "gpt-4.1" },
+    });
+    expect(registry.problems).toEqual([]);
+    expect(registry.require("basic/music_nerd").llmConfig).toEqual({ model_name: "gpt-4.1" });
+  });
+
+  it("a missing include is a problem naming every path tried, beside the cause it leads to", async () => {
+    folder = await NetworkFolder.create({
+      "studio/registries/manifest.hocon": `"net.hocon": true`,
+      "studio/registries/net.hocon": `include "registries/defs.hocon"\n${smallNetwork("Net")}\nllm_config: \${llm}`,
+    });
+    const { logger, warnings } = recordingLogger();
+    registry = await AgentRegistry.load({ manifestFile: folder.path("studio/registries/manifest.hocon"), projectRoot: folder.path("cwd"), logger });
+    const net = folder.path("studio/registries/net.hocon");
+    expect(registry.get("net")).toBeUndefined();
+    expect(registry.problems).toEqual([
+      {
+        file: net,
+        reason: `include "registries/defs.hocon" was not found; looked for ${[
+          folder.path("studio/registries/registries/defs.hocon"),
+          folder.path("studio/registries/defs.hocon"),
+          folder.path("cwd/registries/defs.hocon"),
+        ].join(", ")}`,
+        severity: "warning",
+      },
+      { file: net, line: expect.any(Number), reason: "Unable to resolve 'llm'." },
+    ]);
+    expect(warnings.map((warning) => warning.file)).toEqual([net, net]);
+  });
+
+  it("the checkout root is the folder holding the manifest's registries folder", () => {
+    expect(checkoutRootOf(path.join("/work", "studio", "registries", "manifest.hocon"))).toBe(path.join("/work", "studio"));
+    expect(checkoutRootOf(path.join("/work", "studio", "registries", "basic", "manifest.hocon"))).toBe(path.join("/work", "studio"));
+    expect(checkoutRootOf(path.join("/srv", "agents", "manifest.hocon"))).toBe("/srv");
+  });
+});
+
+describe("networks offered as MCP tools", () => {
+  it("are the public ones, minus those the manifest marks mcp: false", async () => {
+    const agents = await loadRegistry({
+      "registries/manifest.hocon": `"open.hocon": true\n"quiet.hocon": {mcp: false}\n"hidden.hocon": {public: false}\n"tool.hocon": {public: false, mcp: true}`,
+      "registries/open.hocon": smallNetwork("Open"),
+      "registries/quiet.hocon": smallNetwork("Quiet"),
+      "registries/hidden.hocon": smallNetwork("Hidden"),
+      "registries/tool.hocon": smallNetwork("Tool"),
+    });
+    expect(agents.listPublic().map((listing) => listing.agentName)).toEqual(["open", "quiet", "tool"]);
+    expect(agents.listMcp().map((listing) => listing.agentName)).toEqual(["open", "tool"]);
   });
 });
 
