@@ -3,6 +3,7 @@ import path from "node:path";
 
 import { agentNotFound } from "../errors.js";
 import type { Logger } from "../logger.js";
+import { pythonCodedToolWarnings } from "./coded-tool-location.js";
 import { connectivityOf, functionOf, listingOf, type AgentListing, type ConnectivityEntry } from "./connectivity.js";
 import { HoconError, parseHoconFile, type Environment, type HoconOptions } from "./hocon.js";
 import { readManifest, type ManifestEntry } from "./manifest.js";
@@ -17,6 +18,8 @@ export interface AgentRegistryOptions {
   logger?: Logger;
   /** What `${NAME}` in network files reads when the file does not define NAME (the server's environment). */
   environment?: Environment;
+  /** `AGENT_TOOL_PATH`: where coded tools are looked for, to report at load the ones Axon cannot run. */
+  toolPath?: string;
 }
 
 /** One consistent view of the served networks; a reload builds a new one and swaps it in whole. */
@@ -219,7 +222,9 @@ export class AgentRegistry {
     const warnings = problemsOfMissingIncludes(parsed.missingIncludes);
     try {
       const network = buildNetwork({ name: entry.name, file: entry.file, public: entry.public, mcp: entry.mcp, raw: parsed.value });
-      return { network, problems: [...warnings, ...network.warnings], files: parsed.files };
+      const { toolPath } = this.options;
+      const codedToolWarnings = toolPath === undefined ? [] : pythonCodedToolWarnings(network, toolPath);
+      return { network, problems: [...warnings, ...network.warnings, ...codedToolWarnings], files: parsed.files };
     } catch (error) {
       if (!(error instanceof RegistryProblemsError)) throw error;
       return { problems: [...warnings, ...error.problems], files: parsed.files };
