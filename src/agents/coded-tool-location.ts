@@ -12,11 +12,20 @@ export type CodedToolLocation =
 const MODULE_EXTENSIONS = [".js", ".mjs", ".ts"];
 
 /**
+ * Dotted identifiers only: `pkg.module.Class` maps to <tool path>/pkg/module.*, so no class can name a file outside the
+ * tool path (no `..`, no `/`).
+ */
+export const CODED_TOOL_CLASS = /^[A-Za-z_][\w-]*(\.[A-Za-z_][\w-]*)*\.[A-Za-z_$][\w$]*$/;
+
+/**
  * Where `class: "calculator.Calculator"` of network `math_guy` lives: the export `Calculator` of
  * `<tool path>/math_guy/calculator.{js,mjs,ts}`, else `<tool path>/calculator.*`, as neuro-san looks for its `.py`.
+ * A class written from the project root (`coded_tools.tools.search.Search`, as neuro-san-studio's toolbox does, with
+ * the tool path `coded_tools`) is looked for under the tool path without that first part.
  */
 export function locateCodedTool(toolPath: string, network: string, className: string): CodedToolLocation {
-  const parts = className.split(".");
+  const rootPrefix = `${path.basename(toolPath)}.`;
+  const parts = (className.startsWith(rootPrefix) ? className.slice(rootPrefix.length) : className).split(".");
   const exportName = parts.pop()!;
   const modulePath = path.join(...parts);
   const folders = [path.join(toolPath, network), toolPath];
@@ -36,7 +45,7 @@ export function pythonCodedToolWarnings(network: AgentNetwork, toolPath: string)
     if (location.kind !== "python") continue;
     warnings.push({
       file: network.file,
-      key: `${node.keyPath}.class`,
+      key: `${node.keyPath}.${node.toolbox === undefined ? "class" : "toolbox"}`,
       reason: `${node.className} is a Python module (${location.file}); Axon runs TypeScript and JavaScript coded tools, so calls of ${node.name} will fail`,
       severity: "warning",
     });

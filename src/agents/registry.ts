@@ -6,9 +6,13 @@ import type { Logger } from "../logger.js";
 import { pythonCodedToolWarnings } from "./coded-tool-location.js";
 import { connectivityOf, functionOf, listingOf, type AgentListing, type ConnectivityEntry } from "./connectivity.js";
 import { HoconError, parseHoconFile, type Environment, type HoconOptions } from "./hocon.js";
+import { loadInfoFile, locateNamedFile, type LoadedInfo } from "./info-files.js";
 import { readManifest, type ManifestEntry } from "./manifest.js";
+import { readMcpInfo, type McpInfo, type McpServerInfo } from "./mcp-client/mcp-info.js";
 import { buildNetwork, type AgentFunction, type AgentNetwork } from "./network.js";
 import { RegistryProblemsError, describeProblem, problemOfHoconError, problemsOfMissingIncludes, type RegistryProblem } from "./problem.js";
+import { DEFAULT_TOOLBOX } from "./toolbox/default-toolbox.js";
+import { readToolboxInfo, type Toolbox } from "./toolbox/toolbox-info.js";
 
 export interface AgentRegistryOptions {
   /** `AGENT_MANIFEST_FILE`; network paths in it are relative to it. */
@@ -20,6 +24,10 @@ export interface AgentRegistryOptions {
   environment?: Environment;
   /** `AGENT_TOOL_PATH`: where coded tools are looked for, to report at load the ones Axon cannot run. */
   toolPath?: string;
+  /** `AGENT_TOOLBOX_INFO_FILE`: extends the default toolbox for every network. */
+  toolboxInfoFile?: string;
+  /** `AGENT_MCP_INFO_FILE`: headers (and allowed tools) per MCP server URL. */
+  mcpInfoFile?: string;
 }
 
 /** One consistent view of the served networks; a reload builds a new one and swaps it in whole. */
@@ -27,11 +35,15 @@ interface Snapshot {
   /** Served networks in manifest order. */
   networks: ReadonlyMap<string, AgentNetwork>;
   problems: readonly RegistryProblem[];
+  mcpInfo: McpInfo;
   /** Every file the snapshot was read from, with what it looked like then. */
   fingerprints: ReadonlyMap<string, string>;
 }
 
-const EMPTY: Snapshot = { networks: new Map(), problems: [], fingerprints: new Map() };
+const EMPTY: Snapshot = { networks: new Map(), problems: [], mcpInfo: new Map(), fingerprints: new Map() };
+
+/** Toolbox info files named by networks, each read once per reload. */
+type NetworkToolboxes = Map<string, Promise<LoadedInfo<Toolbox>>>;
 
 /**
  * The agent networks this server serves, read from the manifest once and kept in memory. A broken network file is a
@@ -90,6 +102,11 @@ export class AgentRegistry {
     return this.networks()
       .filter((network) => network.mcp)
       .map(listingOf);
+  }
+
+  /** How to reach an MCP server a network uses, from AGENT_MCP_INFO_FILE. */
+  mcpServer(url: string): McpServerInfo | undefined {
+    return this.snapshot.mcpInfo.get(url);
   }
 
   /** Computed once per loaded network; each call gets its own copy. */
@@ -172,16 +189,27 @@ export class AgentRegistry {
       this.log(error.problems, "agent manifest problem; still serving the previous networks");
       // Watch the same files as they are now, so only the next edit (not this one again) triggers a reload.
       const fingerprints = await fingerprintsOf([...previous.fingerprints.keys(), this.manifestFile]);
-      this.snapshot = { networks: previous.networks, problems: error.problems, fingerprints };
+      this.snapshot = { networks: previous.networks, problems: error.problems, mcpInfo: previous.mcpInfo, fingerprints };
       return error.problems;
     }
 
+    const { toolboxInfoFile, mcpInfoFile } = this.options;
+    const [toolbox, mcpInfo] = await Promise.all([
+      loadInfoFile(toolboxInfoFile, this.hoconOptions, (raw, file) => readToolboxInfo(raw, file, DEFAULT_TOOLBOX), DEFAULT_TOOLBOX),
+      loadInfoFile(mcpInfoFile, this.hoconOptions, readMcpInfo, new Map() as McpInfo),
+    ]);
     const served = manifest.entries.filter((entry) => entry.serve);
-    const loads = await Promise.all(served.map((entry) => this.loadNetwork(entry)));
+    const networkToolboxes: NetworkToolboxes = new Map();
+    const loads = await Promise.all(served.map((entry) => this.loadNetwork(entry, toolbox.value, networkToolboxes)));
 
     const networks = new Map<string, AgentNetwork>();
-    const problems: RegistryProblem[] = [...manifest.problems];
-    const files = new Set(manifest.files);
+    const problems: RegistryProblem[] = [...manifest.problems, ...toolbox.problems, ...mcpInfo.problems];
+    const files = new Set([...manifest.files, ...toolbox.files, ...mcpInfo.files]);
+    // A toolbox file several networks share is reported once.
+    for (const loaded of await Promise.all(networkToolboxes.values())) {
+      problems.push(...loaded.problems);
+      for (const file of loaded.files) files.add(file);
+    }
     served.forEach((entry, index) => {
       const loaded = loads[index];
       if (loaded === undefined) return;
@@ -199,7 +227,7 @@ export class AgentRegistry {
       }
     });
 
-    this.snapshot = { networks, problems, fingerprints: await fingerprintsOf(files) };
+    this.snapshot = { networks, problems, mcpInfo: mcpInfo.value, fingerprints: await fingerprintsOf(files) };
     this.log(problems, "agent network problem");
     this.options.logger?.info(
       { manifest: this.manifestFile, networks: [...networks.keys()], problems: problems.length },
@@ -211,6 +239,8 @@ export class AgentRegistry {
   /** A served network comes with its warnings; a failed one with its problems. */
   private async loadNetwork(
     entry: ManifestEntry,
+    serverToolbox: Toolbox,
+    networkToolboxes: NetworkToolboxes,
   ): Promise<{ network?: AgentNetwork; problems: RegistryProblem[]; files: string[] }> {
     let parsed;
     try {
@@ -220,8 +250,9 @@ export class AgentRegistry {
       return { problems: [...problemsOfMissingIncludes(error.missingIncludes), problemOfHoconError(error)], files: error.files };
     }
     const warnings = problemsOfMissingIncludes(parsed.missingIncludes);
+    const toolbox = await this.networkToolbox(entry, parsed.value["toolbox_info_file"], serverToolbox, networkToolboxes, warnings);
     try {
-      const network = buildNetwork({ name: entry.name, file: entry.file, public: entry.public, mcp: entry.mcp, raw: parsed.value });
+      const network = buildNetwork({ name: entry.name, file: entry.file, public: entry.public, mcp: entry.mcp, raw: parsed.value, toolbox });
       const { toolPath } = this.options;
       const codedToolWarnings = toolPath === undefined ? [] : pythonCodedToolWarnings(network, toolPath);
       return { network, problems: [...warnings, ...network.warnings, ...codedToolWarnings], files: parsed.files };
@@ -229,6 +260,34 @@ export class AgentRegistry {
       if (!(error instanceof RegistryProblemsError)) throw error;
       return { problems: [...warnings, ...error.problems], files: parsed.files };
     }
+  }
+
+  /** The server's toolbox, extended by the network's `toolbox_info_file` when it names one. */
+  private async networkToolbox(
+    entry: ManifestEntry,
+    name: unknown,
+    serverToolbox: Toolbox,
+    networkToolboxes: NetworkToolboxes,
+    warnings: RegistryProblem[],
+  ): Promise<Toolbox> {
+    if (typeof name !== "string") return serverToolbox;
+    const { includeRoots = [], projectRoot } = this.hoconOptions;
+    const located = locateNamedFile(name, [path.dirname(entry.file), ...includeRoots, ...(projectRoot === undefined ? [] : [projectRoot])]);
+    if ("tried" in located) {
+      warnings.push({
+        file: entry.file,
+        key: "toolbox_info_file",
+        reason: `${name} was not found; looked for ${located.tried.join(", ")}`,
+        severity: "warning",
+      });
+      return serverToolbox;
+    }
+    let loading = networkToolboxes.get(located.file);
+    if (loading === undefined) {
+      loading = loadInfoFile(located.file, this.hoconOptions, (raw, file) => readToolboxInfo(raw, file, serverToolbox), serverToolbox);
+      networkToolboxes.set(located.file, loading);
+    }
+    return (await loading).value;
   }
 
   private log(problems: readonly RegistryProblem[], message: string): void {

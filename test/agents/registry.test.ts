@@ -197,6 +197,74 @@ describe("a neuro-san-studio checkout", () => {
   });
 });
 
+describe("toolbox and MCP info files", () => {
+  const network = `${smallNetwork("Shelf")}
+    tools: [
+      { name: "Front", instructions: "Help.", tools: ["Count", "Count2"] }
+      { name: "Count", toolbox: "counter" }
+      { name: "Count2", toolbox: "counter2" }
+    ]
+    toolbox_info_file: "toolbox/shelf.hocon"`;
+
+  it("a rescan picks up a changed AGENT_TOOLBOX_INFO_FILE, a network's toolbox_info_file and AGENT_MCP_INFO_FILE", async () => {
+    folder = await NetworkFolder.create({
+      "registries/manifest.hocon": `"shelf.hocon": true`,
+      "registries/shelf.hocon": network,
+      "registries/toolbox/shelf.hocon": `counter2 { class: "c.Count", description: "Counts, per network" }`,
+      "config/toolbox.hocon": `counter { class: "c.Count", description: "Counts" }`,
+      "config/mcp.hocon": `"https://mcp.example.com/mcp" { http_headers { Authorization: "Bearer one" } }`,
+    });
+    registry = await AgentRegistry.load({
+      manifestFile: folder.path("registries/manifest.hocon"),
+      projectRoot: folder.root,
+      toolboxInfoFile: folder.path("config/toolbox.hocon"),
+      mcpInfoFile: folder.path("config/mcp.hocon"),
+    });
+    expect(registry.problems).toEqual([]);
+    expect(registry.require("shelf").nodes.get("Count")?.function?.description).toBe("Counts");
+    expect(registry.mcpServer("https://mcp.example.com/mcp")?.headers).toEqual({ Authorization: "Bearer one" });
+    expect(await registry.reloadIfChanged()).toBe(false);
+
+    await folder.write({ "config/toolbox.hocon": `counter { class: "c.Count", description: "Counts, revised" }` });
+    expect(await registry.reloadIfChanged()).toBe(true);
+    expect(registry.require("shelf").nodes.get("Count")?.function?.description).toBe("Counts, revised");
+
+    await folder.write({ "registries/toolbox/shelf.hocon": `counter2 { class: "c.Count", description: "Counts, per network, revised" }` });
+    expect(await registry.reloadIfChanged()).toBe(true);
+    expect(registry.require("shelf").nodes.get("Count2")?.function?.description).toBe("Counts, per network, revised");
+
+    await folder.write({ "config/mcp.hocon": `"https://mcp.example.com/mcp" { http_headers { Authorization: "Bearer two" } }` });
+    expect(await registry.reloadIfChanged()).toBe(true);
+    expect(registry.mcpServer("https://mcp.example.com/mcp")?.headers).toEqual({ Authorization: "Bearer two" });
+  });
+
+  it("a broken toolbox file is reported and the networks load on the default toolbox; a missing one names the paths tried", async () => {
+    folder = await NetworkFolder.create({
+      "registries/manifest.hocon": `"shelf.hocon": true`,
+      "registries/shelf.hocon": network,
+      "config/toolbox.hocon": `counter { class: `,
+    });
+    registry = await AgentRegistry.load({
+      manifestFile: folder.path("registries/manifest.hocon"),
+      projectRoot: folder.root,
+      toolboxInfoFile: folder.path("config/toolbox.hocon"),
+    });
+    const shelf = folder.path("registries/shelf.hocon");
+    expect(registry.problems).toEqual([
+      { file: folder.path("config/toolbox.hocon"), line: expect.any(Number), reason: expect.any(String) },
+      {
+        file: shelf,
+        key: "toolbox_info_file",
+        reason: `toolbox/shelf.hocon was not found; looked for ${folder.path("registries/toolbox/shelf.hocon")}, ${folder.path("toolbox/shelf.hocon")}`,
+        severity: "warning",
+      },
+      { file: shelf, key: "tools[1].toolbox", reason: "counter is not in the toolbox; calls of Count will fail", severity: "warning" },
+      { file: shelf, key: "tools[2].toolbox", reason: "counter2 is not in the toolbox; calls of Count2 will fail", severity: "warning" },
+    ]);
+    expect(registry.get("shelf")).toBeDefined();
+  });
+});
+
 describe("networks offered as MCP tools", () => {
   it("are the public ones, minus those the manifest marks mcp: false", async () => {
     const agents = await loadRegistry({

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { finalOf, maximal, messagesOf, protocols, type Json } from "../support/chat-protocols.js";
-import { defaultReply, ScriptedLlm, type ScriptedRequest } from "../support/scripted-llm/scripted-llm.js";
+import { ScriptedLlm } from "../support/scripted-llm/scripted-llm.js";
 import { projectRoot, startTestServer, type TestServer } from "../support/server.js";
+import { callingFirst } from "../support/tool-script.js";
 
 const fixtures = {
   AGENT_MANIFEST_FILE: "test/fixtures/parity/registries/manifest.hocon",
@@ -9,11 +10,10 @@ const fixtures = {
 };
 
 /** The front man calls the tool the user names, then answers with its result. */
-function callTheNamedTool(request: ScriptedRequest) {
+const callTheNamedTool = callingFirst((request) => {
   const last = request.messages.at(-1);
-  const tool = request.tools.find((candidate) => last?.role === "user" && candidate.name === last.content);
-  return tool ? { toolCalls: [{ name: tool.name, arguments: {} }] } : defaultReply(request);
-}
+  return last?.role === "user" ? { name: last.content } : undefined;
+});
 
 const toolResultOf = (lines: Json[]) => messagesOf(lines).find((message) => message.type === "AGENT_TOOL_RESULT");
 
