@@ -104,6 +104,7 @@ export const DEFAULT_LIMITS: NetworkLimits = Object.freeze({ maxIterations: 20, 
 /** What LLM providers accept as a tool name; neuro-san warns about other agent names and so does Axon. */
 const LLM_TOOL_NAME = /^[A-Za-z0-9_-]+$/;
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
+
 export const DEFAULT_DISPLAY_AS: Record<NodeKind, string> = {
   front_man: "llm_agent",
   llm_agent: "llm_agent",
@@ -192,7 +193,6 @@ export function buildNetwork(source: NetworkSource): AgentNetwork {
     for (const { url } of agent.mcpServers ?? []) addMcpServerNode(nodes, url);
     agent.tools.forEach((reference, index) => {
       if (nodes.has(reference) && nodes.get(reference)?.kind !== "external_agent") return;
-      if (nodes.get(reference)?.kind === "mcp_server") return;
       const target = externalTargetOf(reference);
       if (target === undefined) {
         check.problem(`${agent.keyPath}.tools[${index}]`, `refers to undefined agent ${reference}`);

@@ -17,7 +17,7 @@ import { readToolboxInfo, type Toolbox } from "./toolbox/toolbox-info.js";
 export interface AgentRegistryOptions {
   /** `AGENT_MANIFEST_FILE`; network paths in it are relative to it. */
   manifestFile: string;
-  /** The working directory: where `include "registries/x.hocon"` is looked for last (see `includeRootsOf`). */
+  /** The working directory: where `include "registries/x.hocon"` is looked for last (after `checkoutRootOf`). */
   projectRoot: string;
   logger?: Logger;
   /** What `${NAME}` in network files reads when the file does not define NAME (the server's environment). */
@@ -299,13 +299,13 @@ export class AgentRegistry {
 
 /**
  * The checkout a manifest belongs to, where its `include "registries/..."` lines point: the folder holding its
- * `registries` folder (neuro-san-studio's layout), else the folder above the manifest's. Includes are looked for
- * there before the working directory, so a studio checkout loads from wherever the server runs.
+ * `registries` folder (neuro-san-studio's layout), else the manifest's own folder. Includes are looked for there
+ * before the working directory, so a studio checkout loads from wherever the server runs.
  */
 export function checkoutRootOf(manifestFile: string): string {
   const folders = path.dirname(manifestFile).split(path.sep);
   const registries = folders.lastIndexOf("registries");
-  return registries > 0 ? folders.slice(0, registries).join(path.sep) || path.sep : path.dirname(path.dirname(manifestFile));
+  return registries > 0 ? folders.slice(0, registries).join(path.sep) || path.sep : path.dirname(manifestFile);
 }
 
 async function fingerprintsOf(files: Iterable<string>): Promise<Map<string, string>> {

@@ -190,10 +190,10 @@ describe("a neuro-san-studio checkout", () => {
     expect(warnings.map((warning) => warning.file)).toEqual([net, net]);
   });
 
-  it("the checkout root is the folder holding the manifest's registries folder", () => {
+  it("the checkout root is the folder holding the manifest's registries folder, else the manifest's own", () => {
     expect(checkoutRootOf(path.join("/work", "studio", "registries", "manifest.hocon"))).toBe(path.join("/work", "studio"));
     expect(checkoutRootOf(path.join("/work", "studio", "registries", "basic", "manifest.hocon"))).toBe(path.join("/work", "studio"));
-    expect(checkoutRootOf(path.join("/srv", "agents", "manifest.hocon"))).toBe("/srv");
+    expect(checkoutRootOf(path.join("/srv", "agents", "manifest.hocon"))).toBe(path.join("/srv", "agents"));
   });
 });
 
