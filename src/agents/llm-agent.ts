@@ -70,7 +70,8 @@ export class LlmAgent {
     );
     const offered = new Map<string, OfferedTool>();
     named.forEach(({ node, name }, index) => {
-      for (const tool of mcpTools[index] ?? [{ name, originName: node.name, ...describeTool(session, node), activation: activationOf(session, node) }]) {
+      const tools = mcpTools[index] ?? [{ name, originName: node.name, ...describeTool(session, node), activation: activationOf(session, node) }];
+      for (const tool of tools) {
         if (!offered.has(tool.name)) offered.set(tool.name, tool);
         else session.services.logger.warn({ tool: tool.name, agent: spec.name, network: session.network.name }, "MCP tool skipped: its name is taken");
       }
