@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -14,10 +14,21 @@ import { callingFirst } from "../support/tool-script.js";
 
 const secret = () => randomBytes(32).toString("base64url");
 
+const folders: string[] = [];
+afterAll(() => {
+  for (const folder of folders) rmSync(folder, { recursive: true, force: true });
+});
+
 /** A folder of files the servers read: client secrets and the MCP info file, which names servers by their (dynamic) URLs. */
 function writeFiles(files: Record<string, string>): Record<string, string> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "axon-mcp-tools-"));
-  return Object.fromEntries(Object.entries(files).map(([name, text]) => [name, (writeFileSync(path.join(dir, name), text, { mode: 0o600 }), path.join(dir, name))]));
+  folders.push(dir);
+  return Object.fromEntries(
+    Object.entries(files).map(([name, text]) => {
+      writeFileSync(path.join(dir, name), text, { mode: 0o600 });
+      return [name, path.join(dir, name)];
+    }),
+  );
 }
 
 describe("MCP servers as tools", () => {
