@@ -38,7 +38,8 @@ export async function startAxon(
   options: { env?: NodeJS.ProcessEnv; chats?: ChatRunner } = {},
 ): Promise<Axon> {
   const env = options.env ?? process.env;
-  const registry = await AgentRegistry.load({ manifestFile: config.manifestFile, projectRoot: config.projectRoot, logger });
+  const { manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile } = config;
+  const registry = await AgentRegistry.load({ manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, environment: env, logger });
   if (config.manifestUpdatePeriodSeconds > 0) registry.watch(config.manifestUpdatePeriodSeconds);
   const chats = options.chats ?? createAgentRuntime(config, registry, env, logger);
   const operations = await startOperations(config, logger, { registry, chats, env });

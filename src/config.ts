@@ -22,6 +22,10 @@ export interface Config {
   policyFile: string | undefined;
   admissionFile: string | undefined;
   credentialsFile: string | undefined;
+  /** `AGENT_TOOLBOX_INFO_FILE`: extends the built-in toolbox. */
+  toolboxInfoFile: string | undefined;
+  /** `AGENT_MCP_INFO_FILE` (or neuro-san's older `MCP_SERVERS_INFO_FILE`): headers per MCP server. */
+  mcpInfoFile: string | undefined;
   /** Largest request body or message accepted, in bytes. */
   maxRequestBytes: number;
   /** Keep-alive AGENT_PROGRESS on idle MAXIMAL streams after this many seconds; 0 = off. */
@@ -54,6 +58,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = p
     policyFile: optionalPath(projectRoot, env.AXON_POLICY_FILE),
     admissionFile: optionalPath(projectRoot, env.AXON_ADMISSION_FILE),
     credentialsFile: optionalPath(projectRoot, env.AXON_CREDENTIALS_FILE),
+    toolboxInfoFile: optionalPath(projectRoot, env.AGENT_TOOLBOX_INFO_FILE),
+    mcpInfoFile: optionalPath(projectRoot, env.AGENT_MCP_INFO_FILE || env.MCP_SERVERS_INFO_FILE),
     logLevel: env.LOG_LEVEL ?? "info",
     maxRequestBytes: integer(env, "AXON_MAX_REQUEST_BYTES", 4 * 1024 * 1024),
     shutdownGraceSeconds: integer(env, "AXON_SHUTDOWN_GRACE_SECONDS", 10),

@@ -3,6 +3,7 @@ import type { Logger } from "../logger.js";
 import type { LlmClient, LlmUsage } from "../llm/llm.js";
 import { ChatMessageSchema, OriginSchema, type ChatMessage, type Origin } from "../gen/neuro_san/api/grpc/chat_pb.js";
 import type { CodedToolLoader } from "./coded-tools.js";
+import type { McpConnections } from "./mcp-client/mcp-connections.js";
 import type { AgentFunction, AgentNetwork, AgentSpec } from "./network.js";
 
 export type MessageInit = MessageInitShape<typeof ChatMessageSchema>;
@@ -21,6 +22,17 @@ export interface SessionServices {
   /** Runs another network of this server for an external node `/name`. */
   runNetwork(name: string, input: NetworkInput, parent: ChatSession): Promise<NetworkAnswer>;
   logger: Logger;
+}
+
+/** What every session of one request shares, nested networks included. */
+export interface RequestScope {
+  /** Aborted when the chat is cancelled or runs past its deadline. */
+  signal: AbortSignal;
+  /** Forwarded request metadata (request_id, user_id, ...). */
+  metadata: Record<string, string>;
+  usage: Usage;
+  /** The MCP servers the request's agents use; closed when it ends. */
+  mcp: McpConnections;
 }
 
 export interface NetworkInput {
@@ -45,14 +57,28 @@ export class ChatSession {
   constructor(
     readonly network: AgentNetwork,
     public slyData: JsonObject,
-    readonly signal: AbortSignal,
-    readonly metadata: Record<string, string>,
+    readonly request: RequestScope,
     readonly services: SessionServices,
-    readonly usage: Usage,
     private readonly sink: (message: ChatMessage) => void,
     /** How many networks deep this session runs (a network calling `/other` nests one level). */
     readonly depth = 0,
   ) {}
+
+  get signal(): AbortSignal {
+    return this.request.signal;
+  }
+
+  get metadata(): Record<string, string> {
+    return this.request.metadata;
+  }
+
+  get usage(): Usage {
+    return this.request.usage;
+  }
+
+  get mcp(): McpConnections {
+    return this.request.mcp;
+  }
 
   /** The origin of a new activation of `tool` under `parent`; indexes count per request and name, from 1. */
   originOf(parent: Origin[], tool: string): Origin[] {
@@ -75,7 +101,7 @@ export class ChatSession {
 
   /** A nested session for another network of this server: its own sly_data and counters, same request. */
   nested(network: AgentNetwork, slyData: JsonObject): ChatSession {
-    return new ChatSession(network, slyData, this.signal, this.metadata, this.services, this.usage, () => {}, this.depth + 1);
+    return new ChatSession(network, slyData, this.request, this.services, () => {}, this.depth + 1);
   }
 }
 

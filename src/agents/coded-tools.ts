@@ -1,11 +1,14 @@
-import { existsSync, realpathSync } from "node:fs";
+import { realpathSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { AxonError } from "../errors.js";
 import { ChatMessage_ChatMessageType as MessageType } from "../gen/neuro_san/api/grpc/chat_pb.js";
-import type { Activation, ToolCall } from "./activation.js";
+import { runReported, type Activation, type ToolCall } from "./activation.js";
+import { locateCodedTool } from "./coded-tool-location.js";
+import { nonJsonValueIn, restoreNonJsonKeys } from "./json-values.js";
+import { BUILT_IN_CODED_TOOLS } from "./toolbox/default-toolbox.js";
 import type { ChatSession } from "./chat-session.js";
 import type { AgentSpec } from "./network.js";
 
@@ -26,8 +29,6 @@ export interface CodedTool {
 }
 
 type CodedToolClass = new () => CodedTool;
-
-const extensions = [".js", ".mjs", ".ts"];
 
 /**
  * Finds coded tools under AGENT_TOOL_PATH: `class: "calculator.Calculator"` of network `math_guy` is the
@@ -53,12 +54,17 @@ export class CodedToolLoader {
   }
 
   private async import(network: string, className: string): Promise<CodedToolClass> {
-    const parts = className.split(".");
-    const exportName = parts.pop()!;
-    const modulePath = path.join(...parts);
-    const candidates = [network, ""].flatMap((dir) => extensions.map((ext) => path.join(this.root, dir, modulePath + ext)));
-    const file = candidates.find((candidate) => existsSync(candidate));
-    if (!file) throw codedToolError("CODED_TOOL_NOT_FOUND", "no module for the coded tool class", className);
+    const location = locateCodedTool(this.root, network, className);
+    if (location.kind === "python") {
+      const file = path.relative(this.root, location.file);
+      throw codedToolError("CODED_TOOL_IS_PYTHON", `the coded tool is the Python module ${file}; Axon runs TypeScript and JavaScript coded tools`, className);
+    }
+    if (location.kind === "missing") {
+      const builtIn = BUILT_IN_CODED_TOOLS.get(className);
+      if (builtIn !== undefined) return builtIn;
+      throw codedToolError("CODED_TOOL_NOT_FOUND", "no module for the coded tool class", className);
+    }
+    const { file, exportName } = location;
     // The class grammar keeps paths inside the tool path; a symbolic link must not lead out of it either.
     const real = realpathSync(file);
     if (!real.startsWith(realpathSync(this.root) + path.sep)) {
@@ -75,29 +81,47 @@ function codedToolError(reason: string, message: string, className: string): Axo
   return new AxonError(Code.FailedPrecondition, reason, message, { metadata: { class: className } });
 }
 
-/** A coded tool called by an LLM: static `args` override the LLM's; it may read and write sly_data. */
+/**
+ * A coded tool called by an LLM: static `args` override the LLM's; it may read and write sly_data. What it returns,
+ * writes to sly_data or reports as progress must be JSON: anything else (NaN, Infinity, a Date...) fails the call with
+ * an error naming the value, and sly_data keeps its previous value for that key.
+ */
 export class CodedToolActivation implements Activation {
   constructor(
     private readonly session: ChatSession,
     private readonly spec: AgentSpec,
   ) {}
 
-  async invoke(llmArgs: JsonObject, { origin }: ToolCall): Promise<string> {
+  invoke(llmArgs: JsonObject, { origin }: ToolCall): Promise<string> {
     const { session, spec } = this;
     const args = { ...llmArgs, ...spec.args };
-    session.emit({ type: MessageType.AGENT, origin, structure: { tool_start: true, tool_args: args } });
-    const ToolClass = await session.services.codedTools.load(session.network.name, spec.className!);
-    const tool = new ToolClass();
-    const context: CodedToolContext = {
-      reportProgress: (structure) => session.emit({ type: MessageType.AGENT_PROGRESS, origin, structure }),
-      metadata: session.metadata,
-      signal: session.signal,
-    };
-    const output = tool.asyncInvoke
-      ? await tool.asyncInvoke(args, session.slyData, context)
-      : await tool.invoke?.(args, session.slyData);
-    const text = typeof output === "string" ? output : JSON.stringify((output ?? null) as JsonValue);
-    session.emit({ type: MessageType.AGENT, origin, structure: { tool_end: true, tool_output: text } });
-    return text;
+    return runReported(session, origin, args, async () => {
+      const ToolClass = await session.services.codedTools.load(session.network.name, spec.className!);
+      const tool = new ToolClass();
+      const context: CodedToolContext = {
+        reportProgress: (structure) => {
+          const problem = nonJsonValueIn(structure, "the progress");
+          if (problem !== undefined) throw notJson(`reported progress JSON cannot carry: ${problem}`);
+          session.emit({ type: MessageType.AGENT_PROGRESS, origin, structure });
+        },
+        metadata: session.metadata,
+        signal: session.signal,
+      };
+      const slyDataBefore = structuredClone(session.slyData);
+      const outcome = await Promise.resolve()
+        .then(() => (tool.asyncInvoke ? tool.asyncInvoke(args, session.slyData, context) : tool.invoke?.(args, session.slyData)))
+        .then((value: unknown) => ({ value }), (error: unknown) => ({ error }));
+      // Even a tool that failed may have written sly_data: what is not JSON never stays.
+      const written = restoreNonJsonKeys(session.slyData, slyDataBefore);
+      if ("error" in outcome) throw outcome.error;
+      if (written !== undefined) throw notJson(`wrote a value JSON cannot carry, which was not kept: ${written}`);
+      const returned = typeof outcome.value === "string" ? undefined : nonJsonValueIn(outcome.value ?? null, "the result");
+      if (returned !== undefined) throw notJson(`returned a value JSON cannot carry: ${returned}`);
+      return typeof outcome.value === "string" ? outcome.value : JSON.stringify((outcome.value ?? null) as JsonValue);
+    });
   }
+}
+
+function notJson(message: string): AxonError {
+  return new AxonError(Code.InvalidArgument, "CODED_TOOL_NOT_JSON", `the coded tool ${message}`);
 }

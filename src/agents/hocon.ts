@@ -9,8 +9,8 @@ import { fileURLToPath } from "node:url";
  * Network files are untrusted input, so everything in the library that executes code, fetches or leaks is switched off
  * process-wide the first time this module loads: value transforms (`| eval`, `| filter`, ...), script (`.js`) includes,
  * http/https/classpath includes, `{expression}` filters in substitution and key paths (they are compiled with
- * `new Function`), and environment lookups unless a caller asks for them. File includes may not leave the including
- * network's folder or the project root.
+ * `new Function`), and the library's own reading of process.env. File includes may not leave the including network's
+ * folder or the include roots.
  */
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | JsonObject;
@@ -18,17 +18,31 @@ export interface JsonObject {
   [key: string]: JsonValue;
 }
 
+export type Environment = Readonly<Record<string, string | undefined>>;
+
 export interface HoconOptions {
-  /** Second place an `include` is looked for (real networks write `include "registries/aaosa.hocon"`). */
+  /** Where an `include` is looked for when it is not next to the including file (real networks write `include "registries/aaosa.hocon"`). */
   projectRoot?: string;
-  /** Let `${NAME}` fall back to the process environment. Off by default: network text reaches clients and LLMs. */
-  allowEnvironment?: boolean;
+  /** More such folders, looked in before the project root (a checkout the manifest lives in). */
+  includeRoots?: string[];
+  /** What `${NAME}` and `${?NAME}` read when the file does not define NAME, as pyhocon reads the environment. None when absent. */
+  environment?: Environment;
+}
+
+/** An include that was found nowhere: HOCON skips it, but what it was meant to define is usually missed later. */
+export interface MissingInclude {
+  include: string;
+  /** The including file. */
+  from: string;
+  /** Every path it was looked for at, in order. */
+  tried: string[];
 }
 
 export interface ParsedHocon {
   value: JsonObject;
   /** The file and every file it included or looked for, absolute: what a hot reload has to watch. */
   files: string[];
+  missingIncludes: MissingInclude[];
 }
 
 export class HoconError extends Error {
@@ -40,6 +54,8 @@ export class HoconError extends Error {
     readonly column?: number,
     /** Files read before the failure (the file itself first): a hot reload retries when one changes. */
     readonly files: string[] = [file],
+    /** Includes found nowhere before the failure: often its cause (an unresolved substitution). */
+    readonly missingIncludes: MissingInclude[] = [],
   ) {
     super(`${file}${line === undefined ? "" : `:${line}${column === undefined ? "" : `:${column}`}`}: ${reason}`);
   }
@@ -49,13 +65,15 @@ export async function parseHoconFile(file: string, options: HoconOptions = {}): 
   const absoluteFile = path.resolve(file);
   if (!existsSync(absoluteFile)) throw new HoconError(absoluteFile, "file not found");
 
+  const includeRoots = [...(options.includeRoots ?? []), ...(options.projectRoot === undefined ? [] : [options.projectRoot])].map(
+    (root) => path.resolve(root),
+  );
   const settings: ParseSettings = {
-    projectRoot: options.projectRoot === undefined ? undefined : path.resolve(options.projectRoot),
-    allowedRoots: [path.dirname(absoluteFile), ...(options.projectRoot === undefined ? [] : [options.projectRoot])].map(
-      realPathOf,
-    ),
-    allowEnvironment: options.allowEnvironment ?? false,
+    includeRoots,
+    allowedRoots: [path.dirname(absoluteFile), ...includeRoots].map(realPathOf),
+    environment: options.environment,
     files: new Set([absoluteFile]),
+    missingIncludes: new Map(),
   };
   // Strict mode: no `:=`, no `@` include shorthand, `.5` stays a string (hardenLibrary keeps `0.5` a number).
   const context = new library.Context({ url: absoluteFile, strict: true, required: true, env: false });
@@ -65,11 +83,11 @@ export async function parseHoconFile(file: string, options: HoconOptions = {}): 
   try {
     resolved = await context.resolve();
   } catch (error) {
-    throw toHoconError(error, absoluteFile, [...settings.files]);
+    throw toHoconError(error, absoluteFile, [...settings.files], [...settings.missingIncludes.values()]);
   }
   if (resolved === undefined || resolved === null) resolved = {};
   if (!isPlainObject(resolved)) throw new HoconError(absoluteFile, "the top level must be an object");
-  return { value: toJsonObject(resolved, absoluteFile, ""), files: [...settings.files] };
+  return { value: toJsonObject(resolved, absoluteFile, ""), files: [...settings.files], missingIncludes: [...settings.missingIncludes.values()] };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -114,12 +132,22 @@ const { FileSource: LibraryFileSource } = requireFromHere("@pushcorn/hocon-parse
 const libraryUtils = requireFromHere("@pushcorn/hocon-parser/lib/utils.js") as {
   query: { FILTER_OPEN: string; FILTER_CLOSE: string };
 };
+interface SubstitutionInstance {
+  readonly context: LibraryContext;
+  onResolveKey(scope: unknown): Promise<unknown>;
+  onResolveFailure(scope: unknown): Promise<unknown>;
+}
+const { SubstitutionNode } = requireFromHere("@pushcorn/hocon-parser/lib/nodes/SubstitutionNode.js") as {
+  SubstitutionNode: { prototype: SubstitutionInstance };
+};
 
 interface ParseSettings {
-  projectRoot: string | undefined;
+  includeRoots: string[];
   allowedRoots: string[];
-  allowEnvironment: boolean;
+  environment: Environment | undefined;
   files: Set<string>;
+  /** By include and including file. */
+  missingIncludes: Map<string, MissingInclude>;
 }
 
 /** One parse = one root context; included files' contexts find the settings through `context.root`. */
@@ -148,16 +176,28 @@ function hardenLibrary(): void {
     return libraryParseData(data, strict);
   };
 
-  // `include "env(file)"` turns environment lookups back on per include; the root parse's choice wins.
+  // The library would read process.env, and `include "env(file)"` turns that on per include: never. A parse reads
+  // the environment it was given instead, after the file itself, as pyhocon does.
   const envDescriptor = Object.getOwnPropertyDescriptor(Context.prototype, "env");
   Object.defineProperty(Context.prototype, "env", {
     configurable: true,
     get(this: LibraryContext): boolean {
-      const settings = settingsByRootContext.get(this.root);
-      if (settings) return settings.allowEnvironment;
-      return Boolean(envDescriptor?.get?.call(this));
+      return settingsByRootContext.has(this.root) ? false : Boolean(envDescriptor?.get?.call(this));
     },
   });
+  const keysOfSubstitution = new WeakMap<SubstitutionInstance, string>();
+  const libraryResolveKey = SubstitutionNode.prototype.onResolveKey;
+  SubstitutionNode.prototype.onResolveKey = async function (this: SubstitutionInstance, scope: unknown) {
+    const keys = await libraryResolveKey.call(this, scope);
+    if (Array.isArray(keys)) keysOfSubstitution.set(this, keys.join("."));
+    return keys;
+  };
+  // The library's hook for "not found in the file"; it then falls back to its own (disabled) environment.
+  SubstitutionNode.prototype.onResolveFailure = async function (this: SubstitutionInstance) {
+    const name = keysOfSubstitution.get(this);
+    const environment = settingsByRootContext.get(this.context.root)?.environment;
+    return name === undefined || environment === undefined || !Object.hasOwn(environment, name) ? undefined : environment[name];
+  };
 
   const refusals: [AdapterClass, string[], string][] = [
     [SourceAdapter, ["HttpSource", "HttpsSource"], "http and https includes are not allowed"],
@@ -207,16 +247,22 @@ function refusingComponent(base: AdapterClass, className: string, reason: string
 
 function confinedFileSource(): SourceClass {
   const FileSource = class FileSource extends LibraryFileSource {
-    // Next to the including file first, then under the project root.
+    // Next to the including file first, then under each include root in turn.
     override appendPath(includePath: string): string {
       const besideFile = super.appendPath(includePath);
       const settings = settingsByRootContext.get(this.context.root);
-      if (!settings?.projectRoot || this.context.isPathAbsolute(includePath) || /^[a-z]+:/i.test(includePath)) {
-        return besideFile;
-      }
-      if (configFileExists(toFilePath(besideFile))) return besideFile;
-      const underProjectRoot = path.resolve(settings.projectRoot, includePath);
-      return configFileExists(underProjectRoot) ? underProjectRoot : besideFile;
+      if (!settings || /^[a-z]+:/i.test(includePath)) return besideFile;
+      const candidates = this.context.isPathAbsolute(includePath)
+        ? [includePath]
+        : [toFilePath(besideFile), ...settings.includeRoots.map((root) => path.resolve(root, includePath))];
+      const found = candidates.find(configFileExists);
+      if (found !== undefined) return found === candidates[0] ? besideFile : found;
+      const from = this.context.url ? fileURLToPath(this.context.url.href) : "";
+      const tried = [...new Set(candidates)];
+      settings.missingIncludes.set(`${from}\u0000${includePath}`, { include: includePath, from, tried });
+      // One appearing later at any of these places is a change.
+      for (const candidate of tried) settings.files.add(candidate);
+      return besideFile;
     }
 
     override async onLoadFile(): Promise<unknown> {
@@ -292,7 +338,7 @@ function toJsonValue(value: unknown, file: string, keyPath: string): JsonValue {
 const LOCATION = /line: (\d+), col: (\d+)(?:, file: ([^\s,})]+))?/;
 
 /** The library's messages end with a token dump: `... (Source: X, Token: { value: "}", line: 4, col: 1, file: ... })`. */
-function toHoconError(error: unknown, rootFile: string, files: string[]): HoconError {
+function toHoconError(error: unknown, rootFile: string, files: string[], missingIncludes: MissingInclude[]): HoconError {
   if (error instanceof HoconError) return error;
   const message = error instanceof Error ? error.message : String(error);
   const location = LOCATION.exec(message);
@@ -309,5 +355,6 @@ function toHoconError(error: unknown, rootFile: string, files: string[]): HoconE
     location ? Number(location[1]) : undefined,
     location ? Number(location[2]) : undefined,
     files,
+    missingIncludes,
   );
 }

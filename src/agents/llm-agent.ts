@@ -3,36 +3,35 @@ import { ChatMessage_ChatMessageType as MessageType, type Origin } from "../gen/
 import type { LlmMessage, LlmTool, LlmToolCall } from "../llm/llm.js";
 import { activationOf, type Activation, type Caller, type ToolCall } from "./activation.js";
 import type { ChatSession } from "./chat-session.js";
+import { offeredMcpTools } from "./mcp-client/mcp-tools.js";
 import { toolErrorText } from "./tool-errors.js";
 import type { AgentSpec } from "./network.js";
+import { libraryToolOf } from "./toolbox/library-tools.js";
+
+/** A tool as one LLM conversation offers it: the name the LLM calls it by, the name its origin carries, what runs it. */
+export interface OfferedTool extends LlmTool {
+  /** The HOCON name of a node; the offered name of an MCP server's tool. */
+  originName: string;
+  activation: Activation;
+}
 
 /**
  * An LLM node (the front man, or a sub-agent called as a tool): one conversation with its LLM, offering
- * the node's `tools`, running each tool call the LLM makes, until the LLM answers without one.
+ * the node's `tools` (an MCP server's tools among them), running each tool call the LLM makes, until the LLM answers
+ * without one.
  */
 export class LlmAgent {
-  private readonly tools: Map<string, AgentSpec>;
-  private readonly llmTools: LlmTool[];
-
   constructor(
     private readonly session: ChatSession,
     readonly spec: AgentSpec,
-  ) {
-    const named = toolNames(spec.tools);
-    this.tools = new Map();
-    this.llmTools = [];
-    for (const [reference, name] of named) {
-      const tool = session.network.nodes.get(reference);
-      if (!tool) continue;
-      this.tools.set(name, tool);
-      this.llmTools.push({ name, ...describeTool(session, tool) });
-    }
-  }
+  ) {}
 
   /** Runs the conversation and returns the node's answer; `history` is what came before `input`. */
   async converse(origin: Origin[], history: LlmMessage[], input: string): Promise<string> {
     const { session, spec } = this;
     const llm = session.services.llmFor(session.network, spec);
+    const tools = await this.offeredTools();
+    const llmTools = [...tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters }));
     const instructions = spec.instructions ?? "";
     const messages: LlmMessage[] = [{ role: "system", content: instructions }, ...history, { role: "user", content: input }];
     session.emit({ type: MessageType.SYSTEM, text: instructions, origin });
@@ -40,7 +39,7 @@ export class LlmAgent {
 
     for (let iteration = 0; iteration < session.network.limits.maxIterations; iteration++) {
       session.signal.throwIfAborted();
-      const response = await llm.complete({ messages, tools: this.llmTools, signal: session.signal });
+      const response = await llm.complete({ messages, tools: llmTools, signal: session.signal });
       session.addUsage(response.usage);
       if (response.text !== "" || response.toolCalls.length === 0) {
         session.emit({ type: MessageType.AI, text: response.text, origin });
@@ -48,7 +47,7 @@ export class LlmAgent {
       if (response.toolCalls.length === 0) return response.text;
       messages.push({ role: "assistant", content: response.text, toolCalls: response.toolCalls });
       const caller: Caller = { origin, spec };
-      const results = await Promise.all(response.toolCalls.map((call) => this.callTool(call, caller)));
+      const results = await Promise.all(response.toolCalls.map((call) => this.callTool(tools, call, caller)));
       response.toolCalls.forEach((call, index) => messages.push({ role: "tool", toolCallId: call.id, content: results[index]! }));
     }
     const stopped = `${spec.name} stopped after max_iterations (${session.network.limits.maxIterations}) without an answer.`;
@@ -56,30 +55,55 @@ export class LlmAgent {
     return stopped;
   }
 
-  private async callTool(call: LlmToolCall, caller: Caller): Promise<string> {
+  /**
+   * The node's tools by the name the LLM calls them: its nodes in `tools` order, an MCP server's tools in its place.
+   * The first tool to take a name keeps it; a later MCP tool wanting it is skipped with a warning.
+   */
+  private async offeredTools(): Promise<Map<string, OfferedTool>> {
+    const { session, spec } = this;
+    const named = [...toolNames(spec.tools)].flatMap(([reference, name]) => {
+      const node = session.network.nodes.get(reference);
+      return node === undefined ? [] : [{ node, name }];
+    });
+    const mcpTools = await Promise.all(
+      named.map(({ node, name }) => (node.kind === "mcp_server" ? offeredMcpTools(session, spec, node.name, name) : undefined)),
+    );
+    const offered = new Map<string, OfferedTool>();
+    named.forEach(({ node, name }, index) => {
+      const tools = mcpTools[index] ?? [{ name, originName: node.name, ...describeTool(session, node), activation: activationOf(session, node) }];
+      for (const tool of tools) {
+        if (!offered.has(tool.name)) offered.set(tool.name, tool);
+        else session.services.logger.warn({ tool: tool.name, agent: spec.name, network: session.network.name }, "MCP tool skipped: its name is taken");
+      }
+    });
+    return offered;
+  }
+
+  private async callTool(tools: Map<string, OfferedTool>, call: LlmToolCall, caller: Caller): Promise<string> {
     const { session } = this;
-    const tool = this.tools.get(call.name);
+    const tool = tools.get(call.name);
     if (!tool) return toolErrorText(session.network, call.name, `there is no tool named ${call.name}`);
-    if (call.argumentsError) return toolErrorText(session.network, tool.name, `the arguments were not valid JSON: ${call.argumentsError}`);
+    const toolName = tool.originName;
+    if (call.argumentsError) return toolErrorText(session.network, toolName, `the arguments were not valid JSON: ${call.argumentsError}`);
     // Cycles are allowed (A asks B, B asks A): max_iterations bounds the depth of a chain as it bounds each loop.
     const { maxIterations } = session.network.limits;
     if (caller.origin.length >= maxIterations) {
-      return toolErrorText(session.network, tool.name, `the chain of calls is deeper than max_iterations (${maxIterations})`);
+      return toolErrorText(session.network, toolName, `the chain of calls is deeper than max_iterations (${maxIterations})`);
     }
     session.emit({
       type: MessageType.AGENT,
       origin: caller.origin,
-      structure: { invoking_start: true, invoked_agent_name: tool.name, params: call.arguments },
+      structure: { invoking_start: true, invoked_agent_name: toolName, params: call.arguments },
     });
-    const origin = session.originOf(caller.origin, tool.name);
+    const origin = session.originOf(caller.origin, toolName);
     let text: string;
     try {
-      text = await activationOf(session, tool).invoke(call.arguments, { caller, origin });
+      text = await tool.activation.invoke(call.arguments, { caller, origin });
     } catch (error) {
       // Cancellation ends the whole chat; any other failure of a tool is something the LLM can work with.
       session.signal.throwIfAborted();
-      session.services.logger.warn({ err: error, tool: tool.name, network: session.network.name }, "tool failed");
-      text = toolErrorText(session.network, tool.name, error instanceof Error ? error.message : String(error));
+      session.services.logger.warn({ err: error, tool: toolName, network: session.network.name }, "tool failed");
+      text = toolErrorText(session.network, toolName, error instanceof Error ? error.message : String(error));
     }
     session.emit({ type: MessageType.AGENT_TOOL_RESULT, origin: caller.origin, toolResultOrigin: origin, text });
     return text;
@@ -105,10 +129,14 @@ export function argumentsAsSentences(args: JsonObject): string {
     .join(" ");
 }
 
-/** How a node is offered to an LLM: its function block, or for another network, that network's front man's. */
+/**
+ * How a node is offered to an LLM: its function block; for another network, that network's front man's; for a
+ * library tool without one, what Axon's implementation of it says.
+ */
 function describeTool(session: ChatSession, tool: AgentSpec): { description: string; parameters: JsonObject } {
   let fn = tool.function;
   if (tool.external?.kind === "same_server") fn = session.services.functionOf(tool.external.network) ?? fn;
+  if (tool.kind === "library_tool") fn ??= libraryToolOf(tool.className);
   const description = fn?.description ?? (tool.external ? `Ask the agent network ${tool.name}.` : tool.name);
   const parameters = fn?.parameters ?? {
     type: "object",

@@ -1,15 +1,15 @@
 import path from "node:path";
 
-import { HoconError, parseHoconFile, type HoconOptions, type JsonValue } from "./hocon.js";
-import { RegistryProblemsError, problemOfHoconError, type RegistryProblem } from "./problem.js";
+import { HoconError, parseHoconFile, type HoconOptions, type JsonObject, type JsonValue } from "./hocon.js";
+import { RegistryProblemsError, problemOfHoconError, problemsOfMissingIncludes, type RegistryProblem } from "./problem.js";
 import { isJsonObject } from "../json.js";
 
 /**
- * One line of the manifest. The value is `true` (served and public, as neuro-san reads it), `false` (not served), or
- * `{serve, public}` where a missing `serve` or `public` means `true`.
+ * One line of the manifest. The value is `true` (served, public and an MCP tool), `false` (not served), or
+ * `{serve, public, mcp}` where a missing `serve` or `public` means `true` and a missing `mcp` follows `public`.
  */
 export interface ManifestEntry {
-  /** The network's name: the file's stem. */
+  /** The network's name: the file's path relative to the manifest, without its extension (`industry/macys`). */
   name: string;
   /** The key as written in the manifest. */
   entry: string;
@@ -17,19 +17,25 @@ export interface ManifestEntry {
   file: string;
   serve: boolean;
   public: boolean;
+  /** Offered as a tool by Axon's MCP server; `mcp: true` implies `public`. */
+  mcp: boolean;
 }
 
 export interface Manifest {
   file: string;
   /** In manifest order; List keeps this order. */
   entries: ManifestEntry[];
-  /** Bad entries, skipped; the rest of the manifest still counts. */
+  /** Bad entries, skipped, and warnings about served ones; the rest of the manifest still counts. */
   problems: RegistryProblem[];
   /** The manifest and the files it included. */
   files: string[];
 }
 
-export const NETWORK_NAME = /^[A-Za-z0-9_-]+$/;
+const NETWORK_FILE = /\.(hocon|conf|json)$/i;
+const SWITCHES = ["serve", "public", "mcp"];
+/** neuro-san keys Axon reads as switches' relatives but does not act on. */
+const IGNORED_SWITCHES = ["periodic"];
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
 
 /** Throws RegistryProblemsError when the manifest itself cannot be read; bad entries only become problems. */
 export async function readManifest(manifestFile: string, options: HoconOptions = {}): Promise<Manifest> {
@@ -39,13 +45,13 @@ export async function readManifest(manifestFile: string, options: HoconOptions =
     parsed = await parseHoconFile(file, options);
   } catch (error) {
     if (error instanceof HoconError) {
-      throw new RegistryProblemsError([problemOfHoconError(error)]);
+      throw new RegistryProblemsError([...problemsOfMissingIncludes(error.missingIncludes), problemOfHoconError(error)]);
     }
     throw error;
   }
 
   const entries: ManifestEntry[] = [];
-  const problems: RegistryProblem[] = [];
+  const problems: RegistryProblem[] = problemsOfMissingIncludes(parsed.missingIncludes);
   const seen = new Map<string, string>();
   for (const [entry, value] of flattenEntries(parsed.value)) {
     const switches = servingSwitches(value);
@@ -53,10 +59,11 @@ export async function readManifest(manifestFile: string, options: HoconOptions =
       problems.push({ file, key: entry, reason: switches });
       continue;
     }
-    const networkFile = path.resolve(path.dirname(file), entry);
-    const name = path.basename(networkFile, path.extname(networkFile));
-    if (!NETWORK_NAME.test(name)) {
-      problems.push({ file, key: entry, reason: `network name ${JSON.stringify(name)} must match [A-Za-z0-9_-]+` });
+    for (const warning of switches.warnings) problems.push({ file, key: entry, reason: warning, severity: "warning" });
+    const name = networkNameOf(entry);
+    const nameProblem = networkNameProblem(name);
+    if (nameProblem !== undefined) {
+      problems.push({ file, key: entry, reason: `network name ${JSON.stringify(name)} ${nameProblem}` });
       continue;
     }
     const earlier = seen.get(name);
@@ -65,37 +72,73 @@ export async function readManifest(manifestFile: string, options: HoconOptions =
       continue;
     }
     seen.set(name, entry);
-    entries.push({ name, entry, file: networkFile, ...switches });
+    entries.push({ name, entry, file: path.resolve(path.dirname(file), entry), serve: switches.serve, public: switches.public, mcp: switches.mcp });
   }
   return { file, entries, problems, files: parsed.files };
 }
 
+/** `industry/macys.hocon` -> `industry/macys`, as neuro-san names it and other networks refer to it (`/industry/macys`). */
+function networkNameOf(entry: string): string {
+  return entry.replace(/\\/g, "/").replace(NETWORK_FILE, "");
+}
+
+/** Any name neuro-san serves (spaces included), but one that stays inside the manifest's folder. */
+export function networkNameProblem(name: string): string | undefined {
+  if (name === "" || CONTROL_CHARACTERS.test(name)) return "must be a non-empty name without control characters";
+  const segments = name.split("/");
+  if (segments.some((segment) => segment === "" || segment === "." || segment === "..")) {
+    return "must be a relative path without empty, . or .. parts";
+  }
+  return undefined;
+}
+
 /**
  * `"a.hocon": true` is the usual form, but an unquoted `a.hocon = true` is a HOCON path and arrives as
- * `{a: {hocon: true}}`: join such paths back into file names.
+ * `{a: {hocon: true}}`: join such paths back into file names. A file name, or an object of switches, ends the path.
  */
-function flattenEntries(value: Record<string, JsonValue>, prefix = ""): [string, JsonValue][] {
+function flattenEntries(value: JsonObject, prefix = ""): [string, JsonValue][] {
   const result: [string, JsonValue][] = [];
   for (const [key, child] of Object.entries(value)) {
     const entry = prefix === "" ? key : `${prefix}.${key}`;
-    if (isJsonObject(child) && Object.keys(child).length > 0 && !isSwitchObject(child)) result.push(...flattenEntries(child, entry));
-    else result.push([entry, child]);
+    const isEntry = NETWORK_FILE.test(entry) || !isJsonObject(child) || Object.keys(child).length === 0 || hasSwitches(child);
+    if (isEntry) result.push([entry, child]);
+    else result.push(...flattenEntries(child, entry));
   }
   return result;
 }
 
-function servingSwitches(value: JsonValue): { serve: boolean; public: boolean } | string {
-  if (typeof value === "boolean") return { serve: value, public: value };
-  if (isJsonObject(value) && isSwitchObject(value)) {
-    const serve = value.serve ?? true;
-    const isPublic = value.public ?? true;
-    if (typeof serve !== "boolean" || typeof isPublic !== "boolean") return "serve and public must be true or false";
-    return { serve, public: isPublic };
-  }
-  return "must be true, false or {serve, public}";
+function hasSwitches(value: JsonObject): boolean {
+  return Object.keys(value).some((key) => SWITCHES.includes(key) || IGNORED_SWITCHES.includes(key));
 }
 
-function isSwitchObject(value: Record<string, JsonValue>): boolean {
-  const keys = Object.keys(value);
-  return keys.length > 0 && keys.every((key) => key === "serve" || key === "public");
+interface ServingSwitches {
+  serve: boolean;
+  public: boolean;
+  mcp: boolean;
+  warnings: string[];
+}
+
+function servingSwitches(value: JsonValue): ServingSwitches | string {
+  if (typeof value === "boolean") return { serve: value, public: value, mcp: value, warnings: [] };
+  if (!isJsonObject(value)) return "must be true, false or {serve, public, mcp}";
+  const serve = value["serve"] ?? true;
+  const listed = value["public"] ?? true;
+  if (typeof serve !== "boolean" || typeof listed !== "boolean") return "serve and public must be true or false";
+  const mcp = mcpSwitch(value["mcp"]);
+  if (typeof mcp === "string") return mcp;
+  const warnings = Object.keys(value)
+    .filter((key) => !SWITCHES.includes(key))
+    .map((key) => `${key} is ${IGNORED_SWITCHES.includes(key) ? "not supported by Axon" : "not a manifest key"}; ignored`);
+  // A tool nobody may list would be pointless: mcp implies public.
+  return { serve, public: listed || mcp === true, mcp: mcp ?? listed, warnings };
+}
+
+/** neuro-san's `mcp` is a boolean or `{enable, name}` (writing the object turns it on). */
+function mcpSwitch(value: JsonValue | undefined): boolean | undefined | string {
+  if (value === undefined || typeof value === "boolean") return value;
+  if (isJsonObject(value)) {
+    const enable = value["enable"] ?? true;
+    return typeof enable === "boolean" ? enable : "mcp.enable must be true or false";
+  }
+  return "mcp must be true, false or {enable}";
 }

@@ -1,9 +1,14 @@
+import { CODED_TOOL_CLASS } from "./coded-tool-location.js";
 import type { JsonObject, JsonValue } from "./hocon.js";
+import { networkNameProblem } from "./manifest.js";
 import { RegistryProblemsError, type RegistryProblem } from "./problem.js";
+import { DEFAULT_TOOLBOX } from "./toolbox/default-toolbox.js";
+import { libraryToolOf } from "./toolbox/library-tools.js";
+import type { Toolbox, ToolboxTool } from "./toolbox/toolbox-info.js";
 import { isJsonObject } from "../json.js";
 
 /** What a node of a network is; decided in `nodeKindOf` and nowhere else. */
-export type NodeKind = "front_man" | "llm_agent" | "coded_tool" | "external_agent";
+export type NodeKind = "front_man" | "llm_agent" | "coded_tool" | "library_tool" | "external_agent" | "mcp_server";
 
 export interface AgentFunction {
   description?: string;
@@ -23,6 +28,11 @@ export interface AllowPolicy {
   connectivity: boolean;
 }
 
+export interface McpServerReference {
+  url: string;
+  allowedTools?: string[];
+}
+
 /** Where an external node's calls go: another network on this server (`/name`) or on another server (a URL). */
 export type ExternalTarget =
   | { kind: "same_server"; network: string }
@@ -37,10 +47,14 @@ export interface AgentSpec {
   function?: AgentFunction;
   instructions?: string;
   command?: string;
-  /** Downstream references as written in `tools`. */
+  /** Downstream references as written in `tools` (an MCP server's URL for a `{url, tools}` entry). */
   tools: string[];
-  /** Coded tool class, `module.ClassName`. */
+  /** The MCP servers among `tools`, with the server tools this agent may use (all when absent). */
+  mcpServers?: McpServerReference[];
+  /** Coded tool class, `module.ClassName`; a library tool's class (a LangChain class name). */
   className?: string;
+  /** The toolbox tool this spec names (`"toolbox": "<name>"`). */
+  toolbox?: string;
   args?: JsonObject;
   /** Overlay on the network's `llm_config`. */
   llmConfig?: JsonObject;
@@ -64,6 +78,8 @@ export interface AgentNetwork {
   name: string;
   file: string;
   public: boolean;
+  /** Offered as a tool by Axon's MCP server. */
+  mcp: boolean;
   metadata: JsonObject;
   description: string;
   tags: string[];
@@ -79,31 +95,54 @@ export interface AgentNetwork {
   llmInfoFile?: string;
   /** The whole file after includes, substitutions and commondefs. */
   raw: JsonObject;
+  /** What is wrong but leaves the network served (reported and logged at load). */
+  warnings: RegistryProblem[];
 }
 
 export const DEFAULT_LIMITS: NetworkLimits = Object.freeze({ maxIterations: 20, maxExecutionSeconds: 120 });
 
-const AGENT_NAME = /^[A-Za-z0-9_-]+$/;
-const CODED_TOOL_CLASS = /^[A-Za-z_][\w-]*(\.[A-Za-z_][\w-]*)*\.[A-Za-z_$][\w$]*$/;
-const SAME_SERVER_REFERENCE = /^\/([A-Za-z0-9_-]+)$/;
+/** What LLM providers accept as a tool name; neuro-san warns about other agent names and so does Axon. */
+const LLM_TOOL_NAME = /^[A-Za-z0-9_-]+$/;
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
 
 export const DEFAULT_DISPLAY_AS: Record<NodeKind, string> = {
   front_man: "llm_agent",
   llm_agent: "llm_agent",
   coded_tool: "coded_tool",
+  library_tool: "langchain_tool",
   external_agent: "external_agent",
+  mcp_server: "mcp_server",
 };
 
-export function nodeKindOf(spec: { className?: string } | undefined, isFirst: boolean): NodeKind {
+/** A spec with `toolbox` is a tool of the kind its entry says (a library tool when the toolbox has no such entry). */
+export function nodeKindOf(spec: { className?: string; toolbox?: ToolboxTool | "missing" } | undefined, isFirst: boolean): NodeKind {
   if (spec === undefined) return "external_agent";
   if (isFirst) return "front_man";
+  if (spec.toolbox !== undefined) return spec.toolbox !== "missing" && spec.toolbox.kind === "coded" ? "coded_tool" : "library_tool";
   return spec.className === undefined ? "llm_agent" : "coded_tool";
 }
 
-/** `/name` or an http(s) URL; anything else is a local name. */
+/**
+ * An MCP server, by neuro-san's rule: an http(s) URL with `mcp` as a label of its host or a segment of its path
+ * (`https://mcp.example.com`, `http://localhost:8000/mcp/`); other URLs are networks on other servers.
+ */
+export function isMcpServerUrl(reference: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(reference);
+  } catch {
+    return false;
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return false;
+  return url.hostname.split(".").includes("mcp") || url.pathname.split("/").includes("mcp");
+}
+
+/** `/name` (also `/industry/macys`) or an http(s) URL; anything else is a local name. */
 export function externalTargetOf(reference: string): ExternalTarget | undefined {
-  const sameServer = SAME_SERVER_REFERENCE.exec(reference);
-  if (sameServer?.[1]) return { kind: "same_server", network: sameServer[1] };
+  if (reference.startsWith("/")) {
+    const network = reference.slice(1);
+    return networkNameProblem(network) === undefined ? { kind: "same_server", network } : undefined;
+  }
   if (!/^https?:\/\//i.test(reference)) return undefined;
   let url: URL;
   try {
@@ -119,13 +158,17 @@ export interface NetworkSource {
   name: string;
   file: string;
   public: boolean;
+  mcp: boolean;
   raw: JsonObject;
+  /** What `"toolbox": "<name>"` resolves against: the default, extended by AGENT_TOOLBOX_INFO_FILE and the network's `toolbox_info_file`. */
+  toolbox?: Toolbox;
 }
 
 /** Validates a parsed network file and models it; throws RegistryProblemsError naming every problem found. */
 export function buildNetwork(source: NetworkSource): AgentNetwork {
   const check = new Checker(source.file);
   const raw = applyCommondefs(source.raw, check);
+  const toolbox = source.toolbox ?? DEFAULT_TOOLBOX;
 
   const specsValue = raw.tools;
   const specEntries: [JsonObject, string][] = [];
@@ -140,13 +183,14 @@ export function buildNetwork(source: NetworkSource): AgentNetwork {
 
   const nodes = new Map<string, AgentSpec>();
   specEntries.forEach(([spec, keyPath], index) => {
-    const agent = readAgentSpec(spec, keyPath, index === 0 && keyPath === "tools[0]", check);
+    const agent = readAgentSpec(spec, keyPath, index === 0 && keyPath === "tools[0]", toolbox, check);
     if (agent === undefined) return;
     if (nodes.has(agent.name)) check.problem(`${keyPath}.name`, `duplicate agent name ${agent.name}`);
     else nodes.set(agent.name, agent);
   });
 
   for (const agent of [...nodes.values()]) {
+    for (const { url } of agent.mcpServers ?? []) addMcpServerNode(nodes, url);
     agent.tools.forEach((reference, index) => {
       if (nodes.has(reference) && nodes.get(reference)?.kind !== "external_agent") return;
       const target = externalTargetOf(reference);
@@ -187,6 +231,7 @@ export function buildNetwork(source: NetworkSource): AgentNetwork {
     name: source.name,
     file: source.file,
     public: source.public,
+    mcp: source.mcp,
     metadata,
     description,
     tags,
@@ -202,6 +247,7 @@ export function buildNetwork(source: NetworkSource): AgentNetwork {
     ...(typeof verbose === "boolean" || typeof verbose === "string" ? { verbose } : {}),
     ...(llmInfoFile === undefined ? {} : { llmInfoFile }),
     raw,
+    warnings: check.warnings,
   });
 }
 
@@ -211,6 +257,12 @@ export function argsToolsOf(agent: AgentSpec): string[] {
   if (typeof tools === "string") return [tools];
   if (Array.isArray(tools)) return tools.filter((tool): tool is string => typeof tool === "string");
   return [];
+}
+
+/** One node per MCP server, for Connectivity; which of its tools an agent may use is the agent's `mcpServers`. */
+function addMcpServerNode(nodes: Map<string, AgentSpec>, url: string): void {
+  if (nodes.has(url)) return;
+  nodes.set(url, { name: url, kind: "mcp_server", tools: [], displayAs: DEFAULT_DISPLAY_AS.mcp_server, structureFormats: [], raw: {} });
 }
 
 function addExternalNode(nodes: Map<string, AgentSpec>, reference: string, target: ExternalTarget): void {
@@ -226,27 +278,36 @@ function addExternalNode(nodes: Map<string, AgentSpec>, reference: string, targe
   });
 }
 
-function readAgentSpec(spec: JsonObject, keyPath: string, isFirst: boolean, check: Checker): AgentSpec | undefined {
+function readAgentSpec(spec: JsonObject, keyPath: string, isFirst: boolean, toolbox: Toolbox, check: Checker): AgentSpec | undefined {
   const name = check.optionalString(spec, "name", `${keyPath}.name`);
   if (name === undefined) {
     if (spec.name === undefined) check.problem(`${keyPath}.name`, "is required");
     return undefined;
   }
-  if (!AGENT_NAME.test(name)) {
-    check.problem(`${keyPath}.name`, "must match [A-Za-z0-9_-]+");
+  if (name === "" || name.startsWith("/") || CONTROL_CHARACTERS.test(name)) {
+    check.problem(`${keyPath}.name`, "must be a non-empty name, without control characters, not starting with /");
     return undefined;
   }
+  if (!LLM_TOOL_NAME.test(name)) {
+    check.warning(`${keyPath}.name`, "has characters LLM tool names do not allow; LLMs see them replaced by _");
+  }
 
-  const className = check.optionalString(spec, "class", `${keyPath}.class`);
-  // Dotted identifiers only: `pkg.module.Class` maps to <tool path>/pkg/module.*, so no class can name a
-  // file outside the tool path (no `..`, no `/`).
-  if (className !== undefined && !CODED_TOOL_CLASS.test(className)) {
+  const ownClass = check.optionalString(spec, "class", `${keyPath}.class`);
+  if (ownClass !== undefined && !CODED_TOOL_CLASS.test(ownClass)) {
     check.problem(`${keyPath}.class`, "must be module.ClassName, with dotted identifiers only");
   }
-  if (isFirst && className !== undefined) check.problem(`${keyPath}.class`, "the front man cannot be a coded tool");
-  const kind = nodeKindOf({ ...(className === undefined ? {} : { className }) }, isFirst);
+  if (isFirst && ownClass !== undefined) check.problem(`${keyPath}.class`, "the front man cannot be a coded tool");
+  const toolboxName = check.optionalString(spec, "toolbox", `${keyPath}.toolbox`);
+  const toolboxTool = toolboxName === undefined ? undefined : (toolbox.get(toolboxName) ?? "missing");
+  const kind = nodeKindOf({ ...(ownClass === undefined ? {} : { className: ownClass }), ...(toolboxTool === undefined ? {} : { toolbox: toolboxTool }) }, isFirst);
 
-  const tools = check.optionalStringList(spec, "tools", `${keyPath}.tools`) ?? [];
+  const { tools, mcpServers } = readTools(spec, keyPath, check);
+  if (toolboxName !== undefined) {
+    // neuro-san: a toolbox tool runs code, never an LLM, so it can neither front a network nor call tools.
+    if (isFirst) check.problem(`${keyPath}.toolbox`, "the front man cannot be a toolbox tool: there is no valid front man");
+    if (tools.length > 0) check.problem(`${keyPath}.tools`, "a toolbox tool cannot have tools");
+    if (toolboxTool === "missing") check.warning(`${keyPath}.toolbox`, `${toolboxName} is not in the toolbox; calls of ${name} will fail`);
+  }
   const structureFormatsValue = spec.structure_formats;
   const structureFormats =
     typeof structureFormatsValue === "string"
@@ -257,7 +318,7 @@ function readAgentSpec(spec: JsonObject, keyPath: string, isFirst: boolean, chec
   const allowBlock = check.optionalObject(spec, "allow", `${keyPath}.allow`);
   const instructions = check.optionalString(spec, "instructions", `${keyPath}.instructions`);
   const command = check.optionalString(spec, "command", `${keyPath}.command`);
-  const args = check.optionalObject(spec, "args", `${keyPath}.args`);
+  const ownArgs = check.optionalObject(spec, "args", `${keyPath}.args`);
   const llmConfig = check.optionalObject(spec, "llm_config", `${keyPath}.llm_config`);
   const displayAs = check.optionalString(spec, "display_as", `${keyPath}.display_as`);
   const maxMessageHistory = check.optionalNumber(spec, "max_message_history", {
@@ -266,23 +327,82 @@ function readAgentSpec(spec: JsonObject, keyPath: string, isFirst: boolean, chec
     minimum: 0,
   });
 
+  // A toolbox entry supplies the class, its display_as, and for a coded tool its description; the spec's own win.
+  const entry = toolboxTool === "missing" ? undefined : toolboxTool;
+  const className = entry?.className ?? ownClass;
+  const args = entry?.kind === "library" ? { ...entry.args, ...ownArgs } : ownArgs;
+  const fn =
+    functionBlock !== undefined
+      ? readFunction(functionBlock, `${keyPath}.function`, check)
+      : entry?.kind === "coded"
+        ? { description: entry.description, ...(entry.parameters === undefined ? {} : { parameters: entry.parameters }) }
+        : undefined;
+  if (kind === "library_tool" && entry !== undefined && libraryToolOf(className) === undefined) {
+    check.warning(
+      `${keyPath}.toolbox`,
+      `${toolboxName} is the library tool ${className}, which Axon has no implementation of; calls of ${name} will fail`,
+    );
+  }
+
   return {
     name,
     kind,
     keyPath,
-    ...(functionBlock === undefined ? {} : { function: readFunction(functionBlock, `${keyPath}.function`, check) }),
+    ...(fn === undefined ? {} : { function: fn }),
     ...(instructions === undefined ? {} : { instructions }),
     ...(command === undefined ? {} : { command }),
     tools,
+    ...(mcpServers.length === 0 ? {} : { mcpServers }),
     ...(className === undefined ? {} : { className }),
+    ...(toolboxName === undefined ? {} : { toolbox: toolboxName }),
     ...(args === undefined ? {} : { args }),
     ...(llmConfig === undefined ? {} : { llmConfig }),
     ...(allowBlock === undefined ? {} : { allow: readAllow(allowBlock, `${keyPath}.allow`, check) }),
-    displayAs: displayAs ?? DEFAULT_DISPLAY_AS[kind],
+    displayAs: displayAs ?? entry?.displayAs ?? DEFAULT_DISPLAY_AS[kind],
     ...(maxMessageHistory === undefined ? {} : { maxMessageHistory }),
     structureFormats,
     raw: spec,
   };
+}
+
+/**
+ * `tools`: names of agents, `/network` and URL references, and MCP servers, either as a URL (see `isMcpServerUrl`)
+ * or as `{url, tools: [allowed tool names]}` (absent or null `tools`: all of the server's).
+ */
+function readTools(spec: JsonObject, keyPath: string, check: Checker): { tools: string[]; mcpServers: McpServerReference[] } {
+  const value = spec.tools;
+  const tools: string[] = [];
+  const mcpServers: McpServerReference[] = [];
+  if (value === undefined) return { tools, mcpServers };
+  if (!Array.isArray(value)) {
+    check.problem(`${keyPath}.tools`, "must be a list of tool names, URLs or {url, tools} objects");
+    return { tools, mcpServers };
+  }
+  value.forEach((item, index) => {
+    const itemPath = `${keyPath}.tools[${index}]`;
+    if (typeof item === "string") {
+      tools.push(item);
+      if (isMcpServerUrl(item)) mcpServers.push({ url: item });
+      return;
+    }
+    const url = isJsonObject(item) ? item.url : undefined;
+    if (typeof url !== "string" || !/^https?:\/\//i.test(url)) {
+      check.problem(itemPath, "must be a tool name, a URL or {url, tools} with an http(s) url");
+      return;
+    }
+    const extra = Object.keys(item as JsonObject).filter((key) => key !== "url" && key !== "tools");
+    if (extra.length > 0) {
+      check.warning(itemPath, `only url and tools are read here (headers come from the MCP info file); ignored ${extra.join(", ")}`);
+    }
+    const allowed = (item as JsonObject).tools;
+    if (allowed !== undefined && allowed !== null && !(Array.isArray(allowed) && allowed.every((tool) => typeof tool === "string"))) {
+      check.problem(`${itemPath}.tools`, "must be a list of the server's tool names, or null for all of them");
+      return;
+    }
+    tools.push(url);
+    mcpServers.push({ url, ...(Array.isArray(allowed) ? { allowedTools: allowed as string[] } : {}) });
+  });
+  return { tools, mcpServers };
 }
 
 function readFunction(block: JsonObject, keyPath: string, check: Checker): AgentFunction {
@@ -382,10 +502,15 @@ function escapeRegExp(text: string): string {
 /** Reads optional typed keys, collecting a problem (file, key path, reason) for each one of the wrong type. */
 class Checker {
   readonly problems: RegistryProblem[] = [];
+  readonly warnings: RegistryProblem[] = [];
   constructor(private readonly file: string) {}
 
   problem(key: string, reason: string): void {
     this.problems.push({ file: this.file, key, reason });
+  }
+
+  warning(key: string, reason: string): void {
+    this.warnings.push({ file: this.file, key, reason, severity: "warning" });
   }
 
   optionalObject(container: JsonObject, key: string, keyPath = key): JsonObject | undefined {

@@ -1,4 +1,4 @@
-import type { HoconError } from "./hocon.js";
+import type { HoconError, MissingInclude } from "./hocon.js";
 
 /** Something wrong with one manifest or network file: reported and logged, never fatal to the other networks. */
 export interface RegistryProblem {
@@ -7,6 +7,8 @@ export interface RegistryProblem {
   key?: string;
   line?: number;
   reason: string;
+  /** A warning leaves the network served (a tool that will fail when called, a key that is ignored). */
+  severity?: "warning";
 }
 
 export class RegistryProblemsError extends Error {
@@ -23,4 +25,13 @@ export function describeProblem(problem: RegistryProblem): string {
 
 export function problemOfHoconError(error: HoconError): RegistryProblem {
   return { file: error.file, ...(error.line === undefined ? {} : { line: error.line }), reason: error.reason };
+}
+
+/** HOCON skips a missing include; what it should have defined usually fails later, so say where it was looked for. */
+export function problemsOfMissingIncludes(missing: readonly MissingInclude[]): RegistryProblem[] {
+  return missing.map(({ include, from, tried }) => ({
+    file: from,
+    reason: `include ${JSON.stringify(include)} was not found; looked for ${tried.join(", ")}`,
+    severity: "warning",
+  }));
 }

@@ -3,20 +3,31 @@ import path from "node:path";
 
 import { agentNotFound } from "../errors.js";
 import type { Logger } from "../logger.js";
+import { pythonCodedToolWarnings } from "./coded-tool-location.js";
 import { connectivityOf, functionOf, listingOf, type AgentListing, type ConnectivityEntry } from "./connectivity.js";
-import { HoconError, parseHoconFile, type HoconOptions } from "./hocon.js";
+import { HoconError, parseHoconFile, type Environment, type HoconOptions } from "./hocon.js";
+import { loadInfoFile, locateNamedFile, type LoadedInfo } from "./info-files.js";
 import { readManifest, type ManifestEntry } from "./manifest.js";
+import { readMcpInfo, type McpInfo, type McpServerInfo } from "./mcp-client/mcp-info.js";
 import { buildNetwork, type AgentFunction, type AgentNetwork } from "./network.js";
-import { RegistryProblemsError, describeProblem, problemOfHoconError, type RegistryProblem } from "./problem.js";
+import { RegistryProblemsError, describeProblem, problemOfHoconError, problemsOfMissingIncludes, type RegistryProblem } from "./problem.js";
+import { DEFAULT_TOOLBOX } from "./toolbox/default-toolbox.js";
+import { readToolboxInfo, type Toolbox } from "./toolbox/toolbox-info.js";
 
 export interface AgentRegistryOptions {
   /** `AGENT_MANIFEST_FILE`; network paths in it are relative to it. */
   manifestFile: string;
-  /** Where `include "registries/x.hocon"` is looked for when it is not next to the including file. */
+  /** The working directory: where `include "registries/x.hocon"` is looked for last (after `checkoutRootOf`). */
   projectRoot: string;
   logger?: Logger;
-  /** Let `${NAME}` in network files read the environment. Off: their text reaches clients and LLMs. */
-  allowEnvironmentSubstitution?: boolean;
+  /** What `${NAME}` in network files reads when the file does not define NAME (the server's environment). */
+  environment?: Environment;
+  /** `AGENT_TOOL_PATH`: where coded tools are looked for, to report at load the ones Axon cannot run. */
+  toolPath?: string;
+  /** `AGENT_TOOLBOX_INFO_FILE`: extends the default toolbox for every network. */
+  toolboxInfoFile?: string;
+  /** `AGENT_MCP_INFO_FILE`: headers (and allowed tools) per MCP server URL. */
+  mcpInfoFile?: string;
 }
 
 /** One consistent view of the served networks; a reload builds a new one and swaps it in whole. */
@@ -24,11 +35,15 @@ interface Snapshot {
   /** Served networks in manifest order. */
   networks: ReadonlyMap<string, AgentNetwork>;
   problems: readonly RegistryProblem[];
+  mcpInfo: McpInfo;
   /** Every file the snapshot was read from, with what it looked like then. */
   fingerprints: ReadonlyMap<string, string>;
 }
 
-const EMPTY: Snapshot = { networks: new Map(), problems: [], fingerprints: new Map() };
+const EMPTY: Snapshot = { networks: new Map(), problems: [], mcpInfo: new Map(), fingerprints: new Map() };
+
+/** Toolbox info files named by networks, each read once per reload. */
+type NetworkToolboxes = Map<string, Promise<LoadedInfo<Toolbox>>>;
 
 /**
  * The agent networks this server serves, read from the manifest once and kept in memory. A broken network file is a
@@ -46,8 +61,9 @@ export class AgentRegistry {
   private constructor(private readonly options: AgentRegistryOptions) {
     this.manifestFile = path.resolve(options.manifestFile);
     this.hoconOptions = {
+      includeRoots: [checkoutRootOf(this.manifestFile)],
       projectRoot: path.resolve(options.projectRoot),
-      allowEnvironment: options.allowEnvironmentSubstitution ?? false,
+      ...(options.environment === undefined ? {} : { environment: options.environment }),
     };
   }
 
@@ -79,6 +95,18 @@ export class AgentRegistry {
     return this.networks()
       .filter((network) => network.public)
       .map(listingOf);
+  }
+
+  /** The networks Axon's MCP server offers as tools: public ones, unless the manifest says `mcp: false`. */
+  listMcp(): AgentListing[] {
+    return this.networks()
+      .filter((network) => network.mcp)
+      .map(listingOf);
+  }
+
+  /** How to reach an MCP server a network uses, from AGENT_MCP_INFO_FILE. */
+  mcpServer(url: string): McpServerInfo | undefined {
+    return this.snapshot.mcpInfo.get(url);
   }
 
   /** Computed once per loaded network; each call gets its own copy. */
@@ -161,33 +189,45 @@ export class AgentRegistry {
       this.log(error.problems, "agent manifest problem; still serving the previous networks");
       // Watch the same files as they are now, so only the next edit (not this one again) triggers a reload.
       const fingerprints = await fingerprintsOf([...previous.fingerprints.keys(), this.manifestFile]);
-      this.snapshot = { networks: previous.networks, problems: error.problems, fingerprints };
+      this.snapshot = { networks: previous.networks, problems: error.problems, mcpInfo: previous.mcpInfo, fingerprints };
       return error.problems;
     }
 
+    const { toolboxInfoFile, mcpInfoFile } = this.options;
+    const [toolbox, mcpInfo] = await Promise.all([
+      loadInfoFile(toolboxInfoFile, this.hoconOptions, (raw, file) => readToolboxInfo(raw, file, DEFAULT_TOOLBOX), DEFAULT_TOOLBOX),
+      loadInfoFile(mcpInfoFile, this.hoconOptions, readMcpInfo, new Map() as McpInfo),
+    ]);
     const served = manifest.entries.filter((entry) => entry.serve);
-    const loads = await Promise.all(served.map((entry) => this.loadNetwork(entry)));
+    const networkToolboxes: NetworkToolboxes = new Map();
+    const loads = await Promise.all(served.map((entry) => this.loadNetwork(entry, toolbox.value, networkToolboxes)));
 
     const networks = new Map<string, AgentNetwork>();
-    const problems: RegistryProblem[] = [...manifest.problems];
-    const files = new Set(manifest.files);
+    const problems: RegistryProblem[] = [...manifest.problems, ...toolbox.problems, ...mcpInfo.problems];
+    const files = new Set([...manifest.files, ...toolbox.files, ...mcpInfo.files]);
+    // A toolbox file several networks share is reported once.
+    for (const loaded of await Promise.all(networkToolboxes.values())) {
+      problems.push(...loaded.problems);
+      for (const file of loaded.files) files.add(file);
+    }
     served.forEach((entry, index) => {
       const loaded = loads[index];
       if (loaded === undefined) return;
       for (const file of loaded.files) files.add(file);
-      if ("network" in loaded) {
+      problems.push(...loaded.problems);
+      if (loaded.network !== undefined) {
         networks.set(entry.name, loaded.network);
         return;
       }
-      problems.push(...loaded.problems);
       const stale = previous.networks.get(entry.name);
       if (stale !== undefined && stale.file === entry.file) {
-        networks.set(entry.name, stale.public === entry.public ? stale : Object.freeze({ ...stale, public: entry.public }));
+        const unchanged = stale.public === entry.public && stale.mcp === entry.mcp;
+        networks.set(entry.name, unchanged ? stale : Object.freeze({ ...stale, public: entry.public, mcp: entry.mcp }));
         problems.push({ file: entry.file, reason: `still serving the version of ${entry.name} loaded before` });
       }
     });
 
-    this.snapshot = { networks, problems, fingerprints: await fingerprintsOf(files) };
+    this.snapshot = { networks, problems, mcpInfo: mcpInfo.value, fingerprints: await fingerprintsOf(files) };
     this.log(problems, "agent network problem");
     this.options.logger?.info(
       { manifest: this.manifestFile, networks: [...networks.keys()], problems: problems.length },
@@ -196,30 +236,76 @@ export class AgentRegistry {
     return problems;
   }
 
+  /** A served network comes with its warnings; a failed one with its problems. */
   private async loadNetwork(
     entry: ManifestEntry,
-  ): Promise<({ network: AgentNetwork } | { problems: RegistryProblem[] }) & { files: string[] }> {
+    serverToolbox: Toolbox,
+    networkToolboxes: NetworkToolboxes,
+  ): Promise<{ network?: AgentNetwork; problems: RegistryProblem[]; files: string[] }> {
     let parsed;
     try {
       parsed = await parseHoconFile(entry.file, this.hoconOptions);
     } catch (error) {
       if (!(error instanceof HoconError)) throw error;
-      return { problems: [problemOfHoconError(error)], files: error.files };
+      return { problems: [...problemsOfMissingIncludes(error.missingIncludes), problemOfHoconError(error)], files: error.files };
     }
+    const warnings = problemsOfMissingIncludes(parsed.missingIncludes);
+    const toolbox = await this.networkToolbox(entry, parsed.value["toolbox_info_file"], serverToolbox, networkToolboxes, warnings);
     try {
-      const network = buildNetwork({ name: entry.name, file: entry.file, public: entry.public, raw: parsed.value });
-      return { network, files: parsed.files };
+      const network = buildNetwork({ name: entry.name, file: entry.file, public: entry.public, mcp: entry.mcp, raw: parsed.value, toolbox });
+      const { toolPath } = this.options;
+      const codedToolWarnings = toolPath === undefined ? [] : pythonCodedToolWarnings(network, toolPath);
+      return { network, problems: [...warnings, ...network.warnings, ...codedToolWarnings], files: parsed.files };
     } catch (error) {
       if (!(error instanceof RegistryProblemsError)) throw error;
-      return { problems: error.problems, files: parsed.files };
+      return { problems: [...warnings, ...error.problems], files: parsed.files };
     }
+  }
+
+  /** The server's toolbox, extended by the network's `toolbox_info_file` when it names one. */
+  private async networkToolbox(
+    entry: ManifestEntry,
+    name: unknown,
+    serverToolbox: Toolbox,
+    networkToolboxes: NetworkToolboxes,
+    warnings: RegistryProblem[],
+  ): Promise<Toolbox> {
+    if (typeof name !== "string") return serverToolbox;
+    const { includeRoots = [], projectRoot } = this.hoconOptions;
+    const located = locateNamedFile(name, [path.dirname(entry.file), ...includeRoots, ...(projectRoot === undefined ? [] : [projectRoot])]);
+    if ("tried" in located) {
+      warnings.push({
+        file: entry.file,
+        key: "toolbox_info_file",
+        reason: `${name} was not found; looked for ${located.tried.join(", ")}`,
+        severity: "warning",
+      });
+      return serverToolbox;
+    }
+    let loading = networkToolboxes.get(located.file);
+    if (loading === undefined) {
+      loading = loadInfoFile(located.file, this.hoconOptions, (raw, file) => readToolboxInfo(raw, file, serverToolbox), serverToolbox);
+      networkToolboxes.set(located.file, loading);
+    }
+    return (await loading).value;
   }
 
   private log(problems: readonly RegistryProblem[], message: string): void {
     for (const problem of problems) {
-      this.options.logger?.warn({ ...problem, problem: describeProblem(problem) }, message);
+      this.options.logger?.warn({ ...problem, problem: describeProblem(problem) }, problem.severity === "warning" ? "agent network warning" : message);
     }
   }
+}
+
+/**
+ * The checkout a manifest belongs to, where its `include "registries/..."` lines point: the folder holding its
+ * `registries` folder (neuro-san-studio's layout), else the manifest's own folder. Includes are looked for there
+ * before the working directory, so a studio checkout loads from wherever the server runs.
+ */
+export function checkoutRootOf(manifestFile: string): string {
+  const folders = path.dirname(manifestFile).split(path.sep);
+  const registries = folders.lastIndexOf("registries");
+  return registries > 0 ? folders.slice(0, registries).join(path.sep) || path.sep : path.dirname(manifestFile);
 }
 
 async function fingerprintsOf(files: Iterable<string>): Promise<Map<string, string>> {

@@ -11,6 +11,7 @@ import type { ChatRunner, ChatTurn } from "./chat-runner.js";
 import { ChatSession, emptyUsage, type NetworkAnswer, type NetworkInput, type SessionServices } from "./chat-session.js";
 import type { CodedToolLoader } from "./coded-tools.js";
 import { LlmAgent } from "./llm-agent.js";
+import { McpConnections } from "./mcp-client/mcp-connections.js";
 import type { AgentNetwork, AgentSpec } from "./network.js";
 import type { AgentRegistry } from "./registry.js";
 import { filterSlyData } from "./sly-data.js";
@@ -62,7 +63,9 @@ export class AgentRuntime implements ChatRunner {
     const signal = AbortSignal.any([turn.signal, deadline]);
     const queue = new AsyncQueue<ChatMessage>();
     let lastSent = performance.now();
-    const session = new ChatSession(network, structuredClone(turn.slyData), signal, turn.metadata, this.services, emptyUsage(), (message) => {
+    const mcp = new McpConnections((url) => this.options.registry.mcpServer(url), network.limits.maxExecutionSeconds * 1000);
+    const request = { signal, metadata: turn.metadata, usage: emptyUsage(), mcp };
+    const session = new ChatSession(network, structuredClone(turn.slyData), request, this.services, (message) => {
       lastSent = performance.now();
       queue.push(message);
     });
@@ -89,6 +92,7 @@ export class AgentRuntime implements ChatRunner {
       .finally(() => {
         this.chatsInFlight--;
         clearInterval(heartbeat);
+        void mcp.close();
       });
     return queue;
   }

@@ -51,7 +51,7 @@ export class AnthropicMessagesClient implements LlmClient {
     const system = request.messages.flatMap((message) => (message.role === "system" ? [message.content] : []));
     const { temperature } = this.config;
     return {
-      model: this.model,
+      model: this.config.providerModel,
       max_tokens: this.config.maxTokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS,
       ...(system.length === 0 ? {} : { system: system.join("\n\n") }),
       messages: toAnthropicMessages(request.messages),

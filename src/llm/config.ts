@@ -1,14 +1,17 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { AxonError, Code } from "../errors.js";
 import { isJsonObject } from "../json.js";
+import { inferProviderClass, providerClassNamed, providerModelName, SUPPORTED_CLASSES, type ProviderClass } from "./model-names.js";
 
-/** The wire protocols Axon speaks; every other `class` is refused. */
-export type ProviderClass = "openai" | "azure-openai" | "anthropic" | "ollama" | "openai-compatible";
+export type { ProviderClass } from "./model-names.js";
 
 /** One model to call, read from a neuro-san `llm_config`. Where keys and default endpoints come from is `connection.ts`. */
 export interface ModelConfig {
   provider: ProviderClass;
+  /** As the network names it (`azure-gpt-4o`): what logs and errors say. */
   model: string;
+  /** As its provider knows it (`gpt-4o`): what requests carry. */
+  providerModel: string;
   /** Sent only when configured: reasoning models refuse a temperature. */
   temperature?: number;
   maxTokens?: number;
@@ -45,38 +48,6 @@ const SHARED_KEYS = ["temperature", "max_tokens", "timeout_seconds", "request_ti
 
 /** Secrets never come from network files (they end up in git); keys come from the environment only. */
 const SECRET_KEY_PATTERN = /(^|_)(key|secret|password|auth_token|access_token)$/i;
-
-const CLASS_NAMES: Record<string, ProviderClass> = {
-  openai: "openai",
-  chatopenai: "openai",
-  "azure-openai": "azure-openai",
-  azure_openai: "azure-openai",
-  azure: "azure-openai",
-  azurechatopenai: "azure-openai",
-  anthropic: "anthropic",
-  chatanthropic: "anthropic",
-  ollama: "ollama",
-  chatollama: "ollama",
-  "openai-compatible": "openai-compatible",
-  openai_compatible: "openai-compatible",
-};
-
-const OLLAMA_FAMILIES =
-  /^(llama|codellama|tinyllama|qwen|mistral|mixtral|gemma|phi|deepseek|llava|granite|smollm|starcoder|command-r)/;
-
-/**
- * The provider a model name implies when `class` is absent. Names nobody claims go to OpenAI's protocol, which every
- * local server (vLLM, llama.cpp) speaks behind `OPENAI_BASE_URL`.
- */
-export function inferProviderClass(modelName: string): ProviderClass {
-  const name = modelName.toLowerCase();
-  if (name.startsWith("ft:")) return "openai"; // fine-tuned OpenAI models: ft:gpt-4o-mini:org::id
-  if (name.includes(":")) return "ollama"; // Ollama tags: llama3.1:8b, gpt-oss:20b
-  if (name.startsWith("claude-")) return "anthropic";
-  if (/^(gpt-|chatgpt-|o1|o3|o4)/.test(name)) return "openai";
-  if (OLLAMA_FAMILIES.test(name)) return "ollama";
-  return "openai";
-}
 
 /**
  * An agent's `llm_config` overlaid on the network's, key by key. When the agent picks its own model, the network's
@@ -129,7 +100,7 @@ function resolveModelConfig(config: JsonObject, path: string): ModelConfig {
   const provider = className === undefined ? inferProviderClass(model) : providerClassNamed(className);
   if (provider === undefined) {
     throw new AxonError(Code.FailedPrecondition, "LLM_PROVIDER_UNSUPPORTED", "this LLM class is not supported", {
-      metadata: { class: className ?? "", model, supported: [...new Set(Object.values(CLASS_NAMES))].join(" ") },
+      metadata: { class: className ?? "", model, supported: SUPPORTED_CLASSES.join(" ") },
     });
   }
   const temperature = optionalNumber(config, "temperature", path);
@@ -154,6 +125,7 @@ function resolveModelConfig(config: JsonObject, path: string): ModelConfig {
   return {
     provider,
     model,
+    providerModel: providerModelName(model, provider),
     ...(temperature === undefined ? {} : { temperature }),
     ...(maxTokens === undefined ? {} : { maxTokens }),
     ...(baseUrl === undefined ? {} : { baseUrl }),
@@ -162,12 +134,6 @@ function resolveModelConfig(config: JsonObject, path: string): ModelConfig {
     timeoutMs: Math.round(timeoutSeconds * 1000),
     streaming: streaming === true,
   };
-}
-
-/** `class` as neuro-san writes it: a provider name, or a LangChain class path such as `langchain_openai.ChatOpenAI`. */
-function providerClassNamed(className: string): ProviderClass | undefined {
-  const lastSegment = className.split(".").pop() ?? className;
-  return CLASS_NAMES[lastSegment.toLowerCase()];
 }
 
 function providerNamed(config: JsonObject): ProviderClass | undefined {

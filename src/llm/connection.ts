@@ -1,5 +1,6 @@
 import { AxonError, Code } from "../errors.js";
 import type { ModelConfig } from "./config.js";
+import { SUPPORTED_CLASSES } from "./model-names.js";
 
 export type Environment = Readonly<Record<string, string | undefined>>;
 
@@ -9,12 +10,16 @@ export interface Connection {
   apiKey: string;
   /** Azure only. */
   apiVersion?: string;
+  /** Azure only: `deployment_name`, else AZURE_OPENAI_DEPLOYMENT_NAME; else the SDK routes by model name. */
+  deployment?: string;
 }
 
 export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
 export const ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com";
 export const OLLAMA_DEFAULT_HOST = "http://localhost:11434";
 export const AZURE_DEFAULT_API_VERSION = "2024-10-21";
+/** Gemini's OpenAI-compatible endpoint. */
+export const GEMINI_DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta/openai";
 
 /** Local OpenAI-compatible servers (vLLM, llama.cpp, Ollama) ignore the key, but the SDK insists on one. */
 const KEYLESS_PLACEHOLDER = "no-key-needed";
@@ -49,12 +54,24 @@ export function connectionFor(config: ModelConfig, env: Environment): Connection
       return { baseUrl: ollamaOpenAiBaseUrl(config.baseUrl ?? read("OLLAMA_HOST") ?? OLLAMA_DEFAULT_HOST), apiKey: "ollama" };
     case "azure-openai": {
       const endpoint = config.baseUrl ?? require("AZURE_OPENAI_ENDPOINT", "endpoint");
+      const deployment = config.deployment ?? read("AZURE_OPENAI_DEPLOYMENT_NAME");
       return {
         baseUrl: `${endpoint.replace(/\/+$/, "")}/openai`,
         apiKey: require("AZURE_OPENAI_API_KEY", "key"),
         apiVersion: config.apiVersion ?? read("OPENAI_API_VERSION") ?? AZURE_DEFAULT_API_VERSION,
+        ...(deployment === undefined ? {} : { deployment }),
       };
     }
+    case "gemini":
+      return {
+        baseUrl: config.baseUrl ?? read("GEMINI_BASE_URL") ?? GEMINI_DEFAULT_BASE_URL,
+        apiKey: read("GOOGLE_API_KEY") ?? read("GEMINI_API_KEY") ?? throwNotConfigured("GOOGLE_API_KEY", "key", config),
+      };
+    case "nvidia":
+    case "bedrock":
+      throw new AxonError(Code.FailedPrecondition, "LLM_PROVIDER_UNSUPPORTED", "Axon cannot call this model's provider", {
+        metadata: { model: config.model, provider: config.provider, supported: SUPPORTED_CLASSES.join(" ") },
+      });
     case "anthropic":
       return {
         baseUrl: config.baseUrl ?? read("ANTHROPIC_BASE_URL") ?? ANTHROPIC_DEFAULT_BASE_URL,

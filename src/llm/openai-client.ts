@@ -36,7 +36,7 @@ export class OpenAiChatClient implements LlmClient {
         ? new AzureOpenAI({
             ...common,
             apiVersion: connection.apiVersion ?? "",
-            ...(config.deployment === undefined ? {} : { deployment: config.deployment }),
+            ...(connection.deployment === undefined ? {} : { deployment: connection.deployment }),
           })
         : new OpenAI({ ...common, organization: null, project: null, adminAPIKey: null, webhookSecret: null });
   }
@@ -58,7 +58,7 @@ export class OpenAiChatClient implements LlmClient {
     // OpenAI's own models want max_completion_tokens (reasoning models refuse max_tokens); other servers know max_tokens.
     const usesOpenAiModels = this.provider === "openai" || this.provider === "azure-openai";
     return {
-      model: this.model,
+      model: this.config.providerModel,
       messages: request.messages.map(toOpenAiMessage),
       ...(request.tools.length === 0 ? {} : { tools: request.tools.map(toOpenAiTool) }),
       ...(temperature === undefined ? {} : { temperature }),

@@ -1,4 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
+import { AxonError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { AnthropicMessagesClient } from "./anthropic-client.js";
 import { resolveLlmChain, type ModelConfig } from "./config.js";
@@ -7,17 +8,35 @@ import { FallbackChain, type ModelClient } from "./fallback-chain.js";
 import type { LlmClient } from "./llm.js";
 import { OpenAiChatClient } from "./openai-client.js";
 
+/** Why a model of a chain cannot be called at all: no key or endpoint for it, or a provider Axon has no client for. */
+const UNUSABLE = new Set(["LLM_NOT_CONFIGURED", "LLM_PROVIDER_UNSUPPORTED"]);
+
 /**
  * The client for one agent's resolved `llm_config` (see `mergeLlmConfig`). Throws at once, before any request, when
- * the config is invalid (LLM_CONFIG_INVALID, LLM_PROVIDER_UNSUPPORTED) or any model of the chain lacks its key or
- * endpoint (LLM_NOT_CONFIGURED): a fallback that could never work is a misconfiguration to report now, not in an outage.
+ * the config is invalid (LLM_CONFIG_INVALID) or no model of the chain can be called (LLM_NOT_CONFIGURED,
+ * LLM_PROVIDER_UNSUPPORTED: the first model's reason). A fallback that cannot be called is skipped with a warning, as
+ * neuro-san does: a network falling back from OpenAI to Claude to Gemini runs on whichever of them has its key.
  */
 export function createLlmClient(
   llmConfig: JsonObject,
   env: Environment = process.env,
   options: { logger?: Logger } = {},
 ): LlmClient {
-  const models = resolveLlmChain(llmConfig).map((config) => createModelClient(config, env));
+  const chain = resolveLlmChain(llmConfig);
+  const models: ModelClient[] = [];
+  const unusable: AxonError[] = [];
+  for (const config of chain) {
+    try {
+      models.push(createModelClient(config, env));
+    } catch (error) {
+      if (!(error instanceof AxonError && UNUSABLE.has(error.reason))) throw error;
+      unusable.push(error);
+    }
+  }
+  if (models.length === 0) throw unusable[0]!;
+  for (const { reason, metadata } of unusable) {
+    options.logger?.warn({ reason, ...metadata, using: models.map((model) => model.model) }, "LLM fallback skipped: it cannot be called");
+  }
   return new FallbackChain(models, options.logger);
 }
 

@@ -16,7 +16,7 @@ export interface McpDeps {
   broker: Pick<OperationsBroker, "submit" | "get" | "list" | "wait" | "cancel">;
   /** The operation types a client may use (the descriptor's list). */
   operationsFor(clientId: string): string[];
-  registry: Pick<AgentRegistry, "get" | "listPublic">;
+  registry: Pick<AgentRegistry, "get" | "listMcp">;
   chats: ChatRunner;
   logger: Logger;
 }
@@ -77,7 +77,7 @@ function toolsFor(deps: McpDeps, clientId: string): ToolDefinition[] {
 
   const networkContext = { registry: deps.registry, chats: deps.chats, logger: deps.logger };
   const taken = new Set<string>([...lifecycleToolNames, ...operations.map(operationToolName)]);
-  for (const listing of deps.registry.listPublic()) {
+  for (const listing of deps.registry.listMcp()) {
     const name = networkToolName(listing.agentName, taken);
     if (name === undefined) {
       deps.logger.warn({ network: listing.agentName }, "agent network not offered over MCP: no usable tool name");
@@ -90,11 +90,13 @@ function toolsFor(deps: McpDeps, clientId: string): ToolDefinition[] {
 }
 
 /**
- * A network's tool is named after it; operation and lifecycle tools keep their names, so a network that collides with
- * one is offered as `network_<name>`. A name that is no valid tool name, or still collides, is not offered at all.
+ * A network's tool is named after it, as neuro-san names it (`industry/macys` -> `industry__macys`, other characters
+ * a tool name may not hold -> `_`); operation and lifecycle tools keep their names, so a network that collides with
+ * one is offered as `network_<name>`. A name that is still no valid tool name, or still collides, is not offered at all.
  */
 export function networkToolName(network: string, taken: ReadonlySet<string>): string | undefined {
-  for (const candidate of [network, `network_${network}`]) {
+  const safe = network.replaceAll("/", "__").replace(/[^A-Za-z0-9_.-]/g, "_");
+  for (const candidate of [safe, `network_${safe}`]) {
     if (toolNamePattern.test(candidate) && !taken.has(candidate)) return candidate;
   }
   return undefined;

@@ -5,7 +5,7 @@ import type { JsonObject } from "../../src/agents/hocon.js";
 import { buildNetwork, type AgentNetwork } from "../../src/agents/network.js";
 
 function build(tools: JsonObject[], extra: JsonObject = {}): AgentNetwork {
-  return buildNetwork({ name: "example", file: "/networks/example.hocon", public: true, raw: { ...extra, tools } });
+  return buildNetwork({ name: "example", file: "/networks/example.hocon", public: true, mcp: true, raw: { ...extra, tools } });
 }
 
 describe("connectivity", () => {

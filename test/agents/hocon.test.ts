@@ -2,7 +2,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { HoconError, parseHoconFile } from "../../src/agents/hocon.js";
+import { HoconError, parseHoconFile, type HoconOptions } from "../../src/agents/hocon.js";
 import { NetworkFolder } from "./fixture.js";
 
 let folder: NetworkFolder;
@@ -14,7 +14,7 @@ afterAll(async () => {
   await folder.remove();
 });
 
-async function parse(text: string, options: { allowEnvironment?: boolean } = {}) {
+async function parse(text: string, options: HoconOptions = {}) {
   const file = `case-${Math.random().toString(36).slice(2)}.hocon`;
   await folder.write({ [file]: text });
   return (await parseHoconFile(folder.path(file), { projectRoot: folder.root, ...options })).value;
@@ -112,6 +112,40 @@ describe("HOCON as real networks write it", () => {
     const error = await parseError(`include required("nowhere.hocon")\na: 1`);
     expect(error.reason).toMatch(/Unable to include/);
   });
+
+  it("says where a missing include was looked for: beside the file, then each include root", async () => {
+    await folder.write({ "net/network.hocon": `include "registries/aaosa.hocon"\nmine: 1` });
+    const checkout = folder.path("checkout");
+    const parsed = await parseHoconFile(folder.path("net/network.hocon"), { includeRoots: [checkout], projectRoot: folder.root });
+    expect(parsed.value).toEqual({ mine: 1 });
+    expect(parsed.missingIncludes).toEqual([
+      {
+        include: "registries/aaosa.hocon",
+        from: folder.path("net/network.hocon"),
+        tried: [folder.path("net/registries/aaosa.hocon"), folder.path("checkout/registries/aaosa.hocon"), folder.path("registries/aaosa.hocon")],
+      },
+    ]);
+  });
+
+  it("a missing include travels with the error it causes", async () => {
+    await folder.write({ "net/uses.hocon": `include "registries/defs.hocon"\nprompt: \${aaosa_instructions}` });
+    const error = await hoconErrorOf(parseHoconFile(folder.path("net/uses.hocon"), { projectRoot: folder.root }));
+    expect(error.reason).toBe("Unable to resolve 'aaosa_instructions'.");
+    expect(error.missingIncludes.map((missing) => missing.include)).toEqual(["registries/defs.hocon"]);
+  });
+
+  it("looks in the include roots, in order, before the project root", async () => {
+    await folder.write({
+      "studio/registries/config/llm.hocon": `source: "studio"`,
+      "registries/config/llm.hocon": `source: "project root"`,
+      "studio/registries/net.hocon": `include "registries/config/llm.hocon"`,
+    });
+    const parsed = await parseHoconFile(folder.path("studio/registries/net.hocon"), {
+      includeRoots: [folder.path("studio")],
+      projectRoot: folder.root,
+    });
+    expect(parsed.value).toEqual({ source: "studio" });
+  });
 });
 
 describe("hostile HOCON", () => {
@@ -185,16 +219,40 @@ describe("hostile HOCON", () => {
     expect(error.reason).toMatch(/outside the network folder and the project root/);
   });
 
-  it("does not read the environment unless asked to, not even through env(...)", async () => {
+  it("never reads process.env, not even through env(...): only the environment it is given", async () => {
     process.env.AXON_HOCON_TEST_SECRET = "s3cret";
     try {
       expect((await parseError(`leak: \${AXON_HOCON_TEST_SECRET}`)).reason).toMatch(/Unable to resolve/);
       await folder.write({ "leaky.conf": `leak: \${AXON_HOCON_TEST_SECRET}` });
       await parseError(`include "env(leaky.conf)"`);
-      expect(await parse(`value: \${AXON_HOCON_TEST_SECRET}`, { allowEnvironment: true })).toEqual({ value: "s3cret" });
+      const given = { environment: { OTHER: "given" } };
+      expect((await hoconErrorOf(parse(`leak: \${AXON_HOCON_TEST_SECRET}`, given))).reason).toMatch(/Unable to resolve/);
     } finally {
       delete process.env.AXON_HOCON_TEST_SECRET;
     }
+  });
+});
+
+describe("substitutions from the environment, as pyhocon resolves them", () => {
+  const environment = { MODEL_NAME: "gpt-4o-mini", TEAM: "sales", name: "from the environment" };
+
+  it("${VAR} and ${?VAR} read the environment given", async () => {
+    const value = await parse(`model: \${MODEL_NAME}\nteam: \${?TEAM}\ngreeting: "Hello "\${TEAM}`, { environment });
+    expect(value).toEqual({ model: "gpt-4o-mini", team: "sales", greeting: "Hello sales" });
+  });
+
+  it("${?VAR} of an unset variable leaves the key out; ${VAR} of one is an error naming it", async () => {
+    expect(await parse(`kept: 1\ngone: \${?NOT_SET_ANYWHERE}`, { environment })).toEqual({ kept: 1 });
+    expect((await hoconErrorOf(parse(`x: \${NOT_SET_ANYWHERE}`, { environment }))).reason).toBe("Unable to resolve 'NOT_SET_ANYWHERE'.");
+  });
+
+  it("a value the file defines wins over the environment", async () => {
+    expect(await parse(`name: "from the file"\ngreeting: \${name}`, { environment })).toEqual({ name: "from the file", greeting: "from the file" });
+  });
+
+  it("an included file reads the same environment", async () => {
+    await folder.write({ "env-include.hocon": `included_model: \${MODEL_NAME}` });
+    expect(await parse(`include "env-include.hocon"`, { environment })).toEqual({ included_model: "gpt-4o-mini" });
   });
 });
 

@@ -40,16 +40,65 @@ describe("the manifest", () => {
     ]);
   });
 
-  it("resolves files relative to the manifest and names networks by file stem", async () => {
-    const manifest = await manifestOf(`"teams/sales_bot.hocon": true`);
+  it("resolves files relative to the manifest and names networks by that path, as neuro-san does", async () => {
+    const manifest = await manifestOf(`"industry/macys.hocon": true\n"SAP SD Assistant.hocon": true`);
     expect(manifest.entries).toEqual([
       {
-        name: "sales_bot",
-        entry: "teams/sales_bot.hocon",
-        file: folder!.path("registries/teams/sales_bot.hocon"),
+        name: "industry/macys",
+        entry: "industry/macys.hocon",
+        file: folder!.path("registries/industry/macys.hocon"),
         serve: true,
         public: true,
+        mcp: true,
       },
+      {
+        name: "SAP SD Assistant",
+        entry: "SAP SD Assistant.hocon",
+        file: folder!.path("registries/SAP SD Assistant.hocon"),
+        serve: true,
+        public: true,
+        mcp: true,
+      },
+    ]);
+  });
+
+  it("reads the mcp key: false keeps a public network off Axon's MCP tools, true makes it public", async () => {
+    const manifest = await manifestOf(`{
+      "listed.hocon": {serve: true}
+      "not_a_tool.hocon": {mcp: false}
+      "tool_but_private.hocon": {public: false, mcp: true}
+      "tool_object.hocon": {public: false, mcp: {enable: true}}
+      "private.hocon": {public: false}
+    }`);
+    expect(manifest.entries.map(({ name, public: isPublic, mcp }) => [name, isPublic, mcp])).toEqual([
+      ["listed", true, true],
+      ["not_a_tool", true, false],
+      ["tool_but_private", true, true],
+      ["tool_object", true, true],
+      ["private", false, false],
+    ]);
+    expect(manifest.problems).toEqual([]);
+  });
+
+  it("warns about keys it does not know and still serves the network", async () => {
+    const manifest = await manifestOf(`"ticker.hocon": {serve: true, periodic: "*/5 * * * *", colour: "blue"}`);
+    expect(manifest.entries.map((entry) => entry.name)).toEqual(["ticker"]);
+    const file = folder!.path("registries/manifest.hocon");
+    expect(manifest.problems).toEqual([
+      { file, key: "ticker.hocon", reason: "periodic is not supported by Axon; ignored", severity: "warning" },
+      { file, key: "ticker.hocon", reason: "colour is not a manifest key; ignored", severity: "warning" },
+    ]);
+  });
+
+  it("reads the entries of included sub-manifests, relative to the including manifest, as neuro-san-studio writes them", async () => {
+    folder = await NetworkFolder.create({
+      "registries/manifest.hocon": `include "registries/basic/manifest.hocon"\n"top.hocon": true`,
+      "registries/basic/manifest.hocon": `"basic/hello.hocon": true`,
+    });
+    const manifest = await readManifest(folder.path("registries/manifest.hocon"), { includeRoots: [folder.root] });
+    expect(manifest.entries.map((entry) => [entry.name, entry.file])).toEqual([
+      ["basic/hello", folder.path("registries/basic/hello.hocon")],
+      ["top", folder.path("registries/top.hocon")],
     ]);
   });
 
@@ -66,17 +115,19 @@ describe("the manifest", () => {
       "first.hocon": true
       "bad.hocon": "yes"
       "worse.hocon": {serve: "maybe"}
-      "bad name.hocon": true
-      "dir/first.hocon": true
+      "odd.hocon": {mcp: "sometimes"}
+      "../outside.hocon": true
+      "first.json": true
       "last.hocon": true
     }`);
     expect(manifest.entries.map((entry) => entry.name)).toEqual(["first", "last"]);
     const file = folder!.path("registries/manifest.hocon");
     expect(manifest.problems).toEqual([
-      { file, key: "bad.hocon", reason: "must be true, false or {serve, public}" },
+      { file, key: "bad.hocon", reason: "must be true, false or {serve, public, mcp}" },
       { file, key: "worse.hocon", reason: "serve and public must be true or false" },
-      { file, key: "bad name.hocon", reason: 'network name "bad name" must match [A-Za-z0-9_-]+' },
-      { file, key: "dir/first.hocon", reason: "network name first is already taken by first.hocon" },
+      { file, key: "odd.hocon", reason: "mcp must be true, false or {enable}" },
+      { file, key: "../outside.hocon", reason: 'network name "../outside" must be a relative path without empty, . or .. parts' },
+      { file, key: "first.json", reason: "network name first is already taken by first.hocon" },
     ]);
   });
 

@@ -7,7 +7,7 @@ import { RegistryProblemsError, type RegistryProblem } from "../../src/agents/pr
 const FILE = "/networks/example.hocon";
 
 function build(raw: JsonObject, isPublic = true): AgentNetwork {
-  return buildNetwork({ name: "example", file: FILE, public: isPublic, raw });
+  return buildNetwork({ name: "example", file: FILE, public: isPublic, mcp: isPublic, raw });
 }
 
 function problemsOf(raw: JsonObject): RegistryProblem[] {
@@ -199,6 +199,23 @@ describe("commondefs", () => {
   });
 });
 
+describe("agent names as neuro-san accepts them", () => {
+  it("takes names with spaces and punctuation, warning that LLMs see them with _", () => {
+    const network = build({ tools: [{ name: "Airline 360 Assistant", tools: ["Fare Finder!"] }, { name: "Fare Finder!", instructions: "Find." }] });
+    expect([...network.nodes.keys()]).toEqual(["Airline 360 Assistant", "Fare Finder!"]);
+    expect(network.warnings).toEqual([
+      { file: FILE, key: "tools[0].name", reason: "has characters LLM tool names do not allow; LLMs see them replaced by _", severity: "warning" },
+      { file: FILE, key: "tools[1].name", reason: "has characters LLM tool names do not allow; LLMs see them replaced by _", severity: "warning" },
+    ]);
+  });
+
+  it("refers to a network in a folder of the manifest as /folder/name", () => {
+    const network = build({ tools: [{ name: "Front", tools: ["/industry/macys", "/SAP SD Assistant"] }] });
+    expect(network.nodes.get("/industry/macys")?.external).toEqual({ kind: "same_server", network: "industry/macys" });
+    expect(network.nodes.get("/SAP SD Assistant")?.external).toEqual({ kind: "same_server", network: "SAP SD Assistant" });
+  });
+});
+
 describe("validation", () => {
   it("requires a non-empty tools list", () => {
     expect(problemsOf({})).toEqual([{ file: FILE, key: "tools", reason: "must be a non-empty list of agent specs" }]);
@@ -214,7 +231,7 @@ describe("validation", () => {
           { name: "Front", tools: ["Helper", "Ghost"] },
           { name: "Helper" },
           { instructions: "I have no name." },
-          { name: "bad name!" },
+          { name: "/looks like a reference" },
           { name: "Helper" },
           "not an object",
         ],
@@ -222,7 +239,7 @@ describe("validation", () => {
     ).toEqual([
       { file: FILE, key: "tools[5]", reason: "must be an object" },
       { file: FILE, key: "tools[2].name", reason: "is required" },
-      { file: FILE, key: "tools[3].name", reason: "must match [A-Za-z0-9_-]+" },
+      { file: FILE, key: "tools[3].name", reason: "must be a non-empty name, without control characters, not starting with /" },
       { file: FILE, key: "tools[4].name", reason: "duplicate agent name Helper" },
       { file: FILE, key: "tools[0].tools[1]", reason: "refers to undefined agent Ghost" },
       { file: FILE, key: "metadata.tags", reason: "must be a list of strings" },
@@ -250,7 +267,7 @@ describe("validation", () => {
         max_execution_seconds: 0,
         error_formatter: "yaml",
         tools: [
-          { name: "Front", tools: ["ftp://host/x", "/not/a/network"], max_message_history: -1 },
+          { name: "Front", tools: ["ftp://host/x", "/not//a/network", "/../up"], max_message_history: -1 },
           { name: "Tool", class: "NoModule", allow: { connectivity: "no", to_upstream: { sly_data: [1] } } },
         ],
       }),
@@ -264,7 +281,8 @@ describe("validation", () => {
         reason: "must be true, false, a list of keys or a map of key to true, false or a new name",
       },
       { file: FILE, key: "tools[0].tools[0]", reason: "refers to undefined agent ftp://host/x" },
-      { file: FILE, key: "tools[0].tools[1]", reason: "refers to undefined agent /not/a/network" },
+      { file: FILE, key: "tools[0].tools[1]", reason: "refers to undefined agent /not//a/network" },
+      { file: FILE, key: "tools[0].tools[2]", reason: "refers to undefined agent /../up" },
       { file: FILE, key: "max_execution_seconds", reason: "must be positive" },
       { file: FILE, key: "error_formatter", reason: "must be string or json" },
     ]);

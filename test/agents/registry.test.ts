@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 
-import { AgentRegistry } from "../../src/agents/registry.js";
+import path from "node:path";
+import { AgentRegistry, checkoutRootOf } from "../../src/agents/registry.js";
 import { RegistryProblemsError } from "../../src/agents/problem.js";
 import { AxonError, Code } from "../../src/errors.js";
 import type { Logger } from "../../src/logger.js";
@@ -142,6 +143,139 @@ describe("serving networks", () => {
     expect(agents.listPublic()).toHaveLength(100);
     // Generous: a few hundred milliseconds here; this only catches accidental quadratic work.
     expect(performance.now() - started).toBeLessThan(10_000);
+  });
+});
+
+describe("a neuro-san-studio checkout", () => {
+  // Its manifest and networks include "registries/..." paths, meant relative to the checkout's root.
+  const studio = {
+    "studio/registries/manifest.hocon": `include "registries/basic/manifest.hocon"`,
+    "studio/registries/basic/manifest.hocon": `"basic/music_nerd.hocon": true`,
+    "studio/registries/basic/music_nerd.hocon": `include "registries/llm_config.hocon"\n${smallNetwork("Music")}\nllm_config: \${llm}`,
+    "studio/registries/llm_config.hocon": `llm { model_name: \${?STUDIO_MODEL} }`,
+  };
+
+  it("serves its networks with AGENT_MANIFEST_FILE pointing into it, whatever the working directory", async () => {
+    folder = await NetworkFolder.create(studio);
+    registry = await AgentRegistry.load({
+      manifestFile: folder.path("studio/registries/manifest.hocon"),
+      projectRoot: folder.path("elsewhere"),
+      environment: { STUDIO_MODEL: "gpt-4.1" },
+    });
+    expect(registry.problems).toEqual([]);
+    expect(registry.require("basic/music_nerd").llmConfig).toEqual({ model_name: "gpt-4.1" });
+  });
+
+  it("a missing include is a problem naming every path tried, beside the cause it leads to", async () => {
+    folder = await NetworkFolder.create({
+      "studio/registries/manifest.hocon": `"net.hocon": true`,
+      "studio/registries/net.hocon": `include "registries/defs.hocon"\n${smallNetwork("Net")}\nllm_config: \${llm}`,
+    });
+    const { logger, warnings } = recordingLogger();
+    registry = await AgentRegistry.load({ manifestFile: folder.path("studio/registries/manifest.hocon"), projectRoot: folder.path("cwd"), logger });
+    const net = folder.path("studio/registries/net.hocon");
+    expect(registry.get("net")).toBeUndefined();
+    expect(registry.problems).toEqual([
+      {
+        file: net,
+        reason: `include "registries/defs.hocon" was not found; looked for ${[
+          folder.path("studio/registries/registries/defs.hocon"),
+          folder.path("studio/registries/defs.hocon"),
+          folder.path("cwd/registries/defs.hocon"),
+        ].join(", ")}`,
+        severity: "warning",
+      },
+      { file: net, line: expect.any(Number), reason: "Unable to resolve 'llm'." },
+    ]);
+    expect(warnings.map((warning) => warning.file)).toEqual([net, net]);
+  });
+
+  it("the checkout root is the folder holding the manifest's registries folder, else the manifest's own", () => {
+    expect(checkoutRootOf(path.join("/work", "studio", "registries", "manifest.hocon"))).toBe(path.join("/work", "studio"));
+    expect(checkoutRootOf(path.join("/work", "studio", "registries", "basic", "manifest.hocon"))).toBe(path.join("/work", "studio"));
+    expect(checkoutRootOf(path.join("/srv", "agents", "manifest.hocon"))).toBe(path.join("/srv", "agents"));
+  });
+});
+
+describe("toolbox and MCP info files", () => {
+  const network = `${smallNetwork("Shelf")}
+    tools: [
+      { name: "Front", instructions: "Help.", tools: ["Count", "Count2"] }
+      { name: "Count", toolbox: "counter" }
+      { name: "Count2", toolbox: "counter2" }
+    ]
+    toolbox_info_file: "toolbox/shelf.hocon"`;
+
+  it("a rescan picks up a changed AGENT_TOOLBOX_INFO_FILE, a network's toolbox_info_file and AGENT_MCP_INFO_FILE", async () => {
+    folder = await NetworkFolder.create({
+      "registries/manifest.hocon": `"shelf.hocon": true`,
+      "registries/shelf.hocon": network,
+      "registries/toolbox/shelf.hocon": `counter2 { class: "c.Count", description: "Counts, per network" }`,
+      "config/toolbox.hocon": `counter { class: "c.Count", description: "Counts" }`,
+      "config/mcp.hocon": `"https://mcp.example.com/mcp" { http_headers { Authorization: "Bearer one" } }`,
+    });
+    registry = await AgentRegistry.load({
+      manifestFile: folder.path("registries/manifest.hocon"),
+      projectRoot: folder.root,
+      toolboxInfoFile: folder.path("config/toolbox.hocon"),
+      mcpInfoFile: folder.path("config/mcp.hocon"),
+    });
+    expect(registry.problems).toEqual([]);
+    expect(registry.require("shelf").nodes.get("Count")?.function?.description).toBe("Counts");
+    expect(registry.mcpServer("https://mcp.example.com/mcp")?.headers).toEqual({ Authorization: "Bearer one" });
+    expect(await registry.reloadIfChanged()).toBe(false);
+
+    await folder.write({ "config/toolbox.hocon": `counter { class: "c.Count", description: "Counts, revised" }` });
+    expect(await registry.reloadIfChanged()).toBe(true);
+    expect(registry.require("shelf").nodes.get("Count")?.function?.description).toBe("Counts, revised");
+
+    await folder.write({ "registries/toolbox/shelf.hocon": `counter2 { class: "c.Count", description: "Counts, per network, revised" }` });
+    expect(await registry.reloadIfChanged()).toBe(true);
+    expect(registry.require("shelf").nodes.get("Count2")?.function?.description).toBe("Counts, per network, revised");
+
+    await folder.write({ "config/mcp.hocon": `"https://mcp.example.com/mcp" { http_headers { Authorization: "Bearer two" } }` });
+    expect(await registry.reloadIfChanged()).toBe(true);
+    expect(registry.mcpServer("https://mcp.example.com/mcp")?.headers).toEqual({ Authorization: "Bearer two" });
+  });
+
+  it("a broken toolbox file is reported and the networks load on the default toolbox; a missing one names the paths tried", async () => {
+    folder = await NetworkFolder.create({
+      "registries/manifest.hocon": `"shelf.hocon": true`,
+      "registries/shelf.hocon": network,
+      "config/toolbox.hocon": `counter { class: `,
+    });
+    registry = await AgentRegistry.load({
+      manifestFile: folder.path("registries/manifest.hocon"),
+      projectRoot: folder.root,
+      toolboxInfoFile: folder.path("config/toolbox.hocon"),
+    });
+    const shelf = folder.path("registries/shelf.hocon");
+    expect(registry.problems).toEqual([
+      { file: folder.path("config/toolbox.hocon"), line: expect.any(Number), reason: expect.any(String) },
+      {
+        file: shelf,
+        key: "toolbox_info_file",
+        reason: `toolbox/shelf.hocon was not found; looked for ${folder.path("registries/toolbox/shelf.hocon")}, ${folder.path("toolbox/shelf.hocon")}`,
+        severity: "warning",
+      },
+      { file: shelf, key: "tools[1].toolbox", reason: "counter is not in the toolbox; calls of Count will fail", severity: "warning" },
+      { file: shelf, key: "tools[2].toolbox", reason: "counter2 is not in the toolbox; calls of Count2 will fail", severity: "warning" },
+    ]);
+    expect(registry.get("shelf")).toBeDefined();
+  });
+});
+
+describe("networks offered as MCP tools", () => {
+  it("are the public ones, minus those the manifest marks mcp: false", async () => {
+    const agents = await loadRegistry({
+      "registries/manifest.hocon": `"open.hocon": true\n"quiet.hocon": {mcp: false}\n"hidden.hocon": {public: false}\n"tool.hocon": {public: false, mcp: true}`,
+      "registries/open.hocon": smallNetwork("Open"),
+      "registries/quiet.hocon": smallNetwork("Quiet"),
+      "registries/hidden.hocon": smallNetwork("Hidden"),
+      "registries/tool.hocon": smallNetwork("Tool"),
+    });
+    expect(agents.listPublic().map((listing) => listing.agentName)).toEqual(["open", "quiet", "tool"]);
+    expect(agents.listMcp().map((listing) => listing.agentName)).toEqual(["open", "tool"]);
   });
 });
 

@@ -320,8 +320,12 @@ describe("network tool names", () => {
     expect(networkToolName("operation_get", taken)).toBe("network_operation_get");
   });
 
-  it("a name that is no valid MCP tool name, or collides twice, is not offered", () => {
-    expect(networkToolName("has space", taken)).toBeUndefined();
+  it("a network in a folder, or with spaces, is offered under neuro-san's tool name for it", () => {
+    expect(networkToolName("industry/macys", taken)).toBe("industry__macys");
+    expect(networkToolName("SAP SD Assistant", taken)).toBe("SAP_SD_Assistant");
+  });
+
+  it("a name that is too long for an MCP tool name, or collides twice, is not offered", () => {
     expect(networkToolName("x".repeat(129), taken)).toBeUndefined();
     expect(networkToolName("agent_chat", new Set([...taken, "network_agent_chat"]))).toBeUndefined();
   });

@@ -50,13 +50,14 @@ describe("REST routes from the google.api.http rules", () => {
 
   it("GET /api/v1/{agent}/function", async () => {
     expect(await (await get("/api/v1/greeter/function")).json()).toEqual({ function: expectedGreeterFunction });
-    // A network whose front man has no function block answers an empty response, not an error.
-    expect(await (await get("/api/v1/relay/function")).json()).toEqual({});
+    // A network whose front man has no function block answers an empty function, as neuro-san's HTTP server does.
+    expect(await (await get("/api/v1/relay/function")).json()).toEqual({ function: {} });
   });
 
   it("GET /api/v1/{agent}/connectivity", async () => {
     const body: any = await (await get("/api/v1/relay/connectivity")).json();
-    expect(body.connectivity_info).toEqual(expectedRelayConnectivity);
+    // REST sends the leaves' empty tool lists, as neuro-san's HTTP server does.
+    expect(body.connectivity_info).toEqual(expectedRelayConnectivity.map((info) => ({ ...info, tools: info.tools ?? [] })));
   });
 
   it("unknown agents are 404 with a google.rpc.Status on every route", async () => {

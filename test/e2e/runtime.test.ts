@@ -1,63 +1,16 @@
 import { readdirSync } from "node:fs";
 import path from "node:path";
-import { fromJson, toJson } from "@bufbuild/protobuf";
-import { createClient, type Transport } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import {
-  AgentService,
-  ChatFilter_ChatFilterType as ChatFilterType,
-  ChatResponseSchema,
-} from "../../src/gen/neuro_san/api/grpc/agent_pb.js";
-import { ChatContextSchema } from "../../src/gen/neuro_san/api/grpc/chat_pb.js";
+import { AgentService } from "../../src/gen/neuro_san/api/grpc/agent_pb.js";
 import { createLlmClient } from "../../src/llm/providers.js";
 import { renderReport } from "../../src/network-tests/report.js";
 import { runNetworkTests } from "../../src/network-tests/runner.js";
+import { finalOf, maximal, messagesOf, protocols, restChat, type Json } from "../support/chat-protocols.js";
 import { defaultReply, ScriptedLlm } from "../support/scripted-llm/scripted-llm.js";
 import { projectRoot, startTestServer, type TestServer } from "../support/server.js";
 
-type Json = Record<string, any>;
-type Chat = (server: TestServer, network: string, body: Json) => Promise<Json[]>;
-
-/** REST: neuro-san's json-lines stream, each line parsed. */
-const restChat: Chat = async (server, network, body) => {
-  const response = await fetch(`${server.url}/api/v1/${network}/streaming_chat`, { method: "POST", body: JSON.stringify(body) });
-  const text = await response.text();
-  if (response.status !== 200) return [{ http_status: response.status, ...JSON.parse(text) }];
-  return text.split("\n").filter(Boolean).map((line) => JSON.parse(line));
-};
-
-/** Connect and gRPC: the same ChatResponses, rendered as the canonical JSON REST sends. */
-function rpcChat(makeTransport: (baseUrl: string) => Transport): Chat {
-  return async (server, network, body) => {
-    const client = createClient(AgentService, makeTransport(server.url));
-    const lines: Json[] = [];
-    try {
-      for await (const response of client.streamingChat({
-        agentName: network,
-        userMessage: { text: body.user_message.text },
-        slyData: body.sly_data,
-        chatFilter: { chatFilterType: body.chat_filter?.chat_filter_type === "MAXIMAL" ? ChatFilterType.MAXIMAL : ChatFilterType.MINIMAL },
-        ...(body.chat_context ? { chatContext: fromJson(ChatContextSchema, body.chat_context) } : {}),
-      })) {
-        lines.push(toJson(ChatResponseSchema, response) as Json);
-      }
-    } catch (error) {
-      lines.push({ rpc_error: String(error) });
-    }
-    return lines;
-  };
-}
-
-const protocols: [string, Chat][] = [
-  ["REST json-lines", restChat],
-  ["Connect", rpcChat((baseUrl) => createConnectTransport({ baseUrl, httpVersion: "1.1" }))],
-  ["gRPC", rpcChat((baseUrl) => createGrpcTransport({ baseUrl }))],
-];
-
-const maximal = { chat_filter_type: "MAXIMAL" };
-const messagesOf = (lines: Json[]) => lines.map((line) => line.response).filter(Boolean);
-const finalOf = (lines: Json[]) => messagesOf(lines).at(-1);
 const frontMan = (tool: string) => ({ tool, instantiation_index: 1 });
 
 /** What every chat must look like, whatever the network: one final message, last, with a chat_context. */
@@ -318,8 +271,8 @@ describe("refusals before a chat starts", () => {
   });
 });
 
-describe("data-driven network tests (tests/networks) against the examples and a scripted LLM", () => {
-  const folder = path.join(projectRoot, "tests/networks");
+describe("data-driven network tests (test/networks) against the examples and a scripted LLM", () => {
+  const folder = path.join(projectRoot, "test/networks");
   const files = readdirSync(folder).map((file) => path.join(folder, file));
 
   it("every case passes; gist assertions are skipped without a judge", async () => {

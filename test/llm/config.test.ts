@@ -1,6 +1,8 @@
+import type { JsonObject } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AxonError, Code } from "../../src/errors.js";
-import { inferProviderClass, mergeLlmConfig, resolveLlmChain } from "../../src/llm/config.js";
+import { mergeLlmConfig, resolveLlmChain } from "../../src/llm/config.js";
+import { inferProviderClass } from "../../src/llm/model-names.js";
 import { connectionFor, ollamaOpenAiBaseUrl } from "../../src/llm/connection.js";
 import { createLlmClient } from "../../src/llm/providers.js";
 import { ScriptedLlm } from "../support/scripted-llm/scripted-llm.js";
@@ -34,8 +36,25 @@ describe("the provider a model name implies", () => {
     ["gpt-oss:20b", "ollama"],
     ["some-model:latest", "ollama"],
     ["my-finetune", "openai"],
+    // neuro-san's table: provider prefixes.
+    ["azure-gpt-4o", "azure-openai"],
+    ["azure-o3-mini", "azure-openai"],
+    ["gemini-2.5-flash", "gemini"],
+    ["gemini-3-pro", "gemini"],
+    ["bedrock-us-claude-3-7-sonnet", "bedrock"],
+    ["us.anthropic.claude-sonnet-4-20250514-v1:0", "bedrock"],
+    ["nvidia-llama-3.3-70b-instruct", "nvidia"],
   ])("%s -> %s", (model, provider) => {
     expect(inferProviderClass(model)).toBe(provider);
+  });
+
+  it.each([
+    ["azure-gpt-4o", "gpt-4o"],
+    ["gemini-3-flash", "gemini-3-flash-preview"],
+    ["claude-sonnet", "claude-sonnet-4-6"],
+    ["gpt-4o-mini", "gpt-4o-mini"],
+  ])("%s is sent to its provider as %s", (model, providerModel) => {
+    expect(resolveLlmChain({ model_name: model })[0]).toMatchObject({ model, providerModel });
   });
 
   it("an explicit class wins, in neuro-san's or LangChain's spelling", () => {
@@ -47,10 +66,21 @@ describe("the provider a model name implies", () => {
   });
 
   it("an unknown class is refused, naming it", () => {
-    const error = thrown(() => resolveLlmChain({ model_name: "gemini-2.0-flash", class: "gemini" }));
+    const error = thrown(() => resolveLlmChain({ model_name: "x-model", class: "langchain_mystery.ChatMystery" }));
     expect(error.code).toBe(Code.FailedPrecondition);
     expect(error.reason).toBe("LLM_PROVIDER_UNSUPPORTED");
-    expect(error.metadata["class"]).toBe("gemini");
+    expect(error.metadata).toMatchObject({ class: "langchain_mystery.ChatMystery", model: "x-model" });
+  });
+
+  it("a provider Axon has no client for is refused when connecting, naming the model", () => {
+    const configs: JsonObject[] = [{ model_name: "bedrock-us-claude-3-7-sonnet" }, { model_name: "x", class: "langchain_aws.ChatBedrock" }, { model_name: "nvidia-deepseek-r1" }];
+    for (const config of configs) {
+      const [model] = resolveLlmChain(config);
+      const error = thrown(() => connectionFor(model!, { OPENAI_API_KEY: "k", AWS_ACCESS_KEY_ID: "a" }));
+      expect(error.code).toBe(Code.FailedPrecondition);
+      expect(error.reason).toBe("LLM_PROVIDER_UNSUPPORTED");
+      expect(error.metadata["model"]).toBe(config.model_name);
+    }
   });
 });
 
@@ -86,7 +116,7 @@ describe("merging the network's llm_config with an agent's", () => {
 
 describe("the chain of models an llm_config describes", () => {
   it("defaults to neuro-san's gpt-4o, not streaming, with a 120 s attempt timeout", () => {
-    expect(resolveLlmChain({})).toEqual([{ provider: "openai", model: "gpt-4o", timeoutMs: 120_000, streaming: false }]);
+    expect(resolveLlmChain({})).toEqual([{ provider: "openai", model: "gpt-4o", providerModel: "gpt-4o", timeoutMs: 120_000, streaming: false }]);
   });
 
   it("reads temperature, max_tokens, timeout_seconds, streaming and base_url", () => {
@@ -101,6 +131,7 @@ describe("the chain of models an llm_config describes", () => {
     expect(config).toEqual({
       provider: "openai",
       model: "gpt-4o-mini",
+      providerModel: "gpt-4o-mini",
       temperature: 0,
       maxTokens: 512,
       timeoutMs: 30_000,
@@ -179,13 +210,23 @@ describe("endpoints and keys from the environment", () => {
     expect(ollamaOpenAiBaseUrl("https://ollama.example/v1/")).toBe("https://ollama.example/v1");
   });
 
-  it("Azure: key, endpoint and OPENAI_API_VERSION", () => {
+  it("Azure: key, endpoint, OPENAI_API_VERSION and AZURE_OPENAI_DEPLOYMENT_NAME", () => {
     const env = { AZURE_OPENAI_API_KEY: "z", AZURE_OPENAI_ENDPOINT: "https://acme.openai.azure.com/", OPENAI_API_VERSION: "2025-01-01" };
     expect(connectionFor(azure!, env)).toEqual({
       apiKey: "z",
       baseUrl: "https://acme.openai.azure.com/openai",
       apiVersion: "2025-01-01",
     });
+    expect(connectionFor(azure!, { ...env, AZURE_OPENAI_DEPLOYMENT_NAME: "prod" }).deployment).toBe("prod");
+    const [named] = resolveLlmChain({ model_name: "azure-gpt-4o", deployment_name: "from-config", openai_api_version: "2024-06-01" });
+    expect(connectionFor(named!, { ...env, AZURE_OPENAI_DEPLOYMENT_NAME: "prod" })).toMatchObject({ deployment: "from-config", apiVersion: "2024-06-01" });
+  });
+
+  it("Gemini: GOOGLE_API_KEY at Google's OpenAI-compatible endpoint, or GEMINI_BASE_URL", () => {
+    const [gemini] = resolveLlmChain({ model_name: "gemini-2.5-flash" });
+    expect(connectionFor(gemini!, { GOOGLE_API_KEY: "g" })).toEqual({ apiKey: "g", baseUrl: "https://generativelanguage.googleapis.com/v1beta/openai" });
+    expect(connectionFor(gemini!, { GEMINI_API_KEY: "g2", GEMINI_BASE_URL: "http://proxy/v1" })).toEqual({ apiKey: "g2", baseUrl: "http://proxy/v1" });
+    expect(thrown(() => connectionFor(gemini!, { OPENAI_API_KEY: "k" })).metadata["variable"]).toBe("GOOGLE_API_KEY");
   });
 
   it.each([
@@ -223,10 +264,11 @@ describe("creating a client without the key it needs", () => {
     expect(server.requests).toHaveLength(0);
   });
 
-  it("a fallback without its key is reported too, though the primary has one", () => {
+  it("a chain none of whose models can be called is refused with the first one's reason", () => {
     const error = thrown(() =>
-      createLlmClient({ model_name: "gpt-4o", fallbacks: [{ model_name: "claude-sonnet-4-5" }] }, { OPENAI_API_KEY: "sk-present" }),
+      createLlmClient({ fallbacks: [{ model_name: "claude-sonnet-4-5" }, { model_name: "gemini-2.5-flash" }] }, { OPENAI_API_KEY: "sk-present" }),
     );
+    expect(error.reason).toBe("LLM_NOT_CONFIGURED");
     expect(error.metadata["variable"]).toBe("ANTHROPIC_API_KEY");
     expect(JSON.stringify([error.message, error.metadata])).not.toContain("sk-present");
   });

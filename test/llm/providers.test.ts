@@ -238,6 +238,71 @@ describe("providers sharing one conversation", () => {
     expect(openai.requests[0]?.credential).toBe("azure-secret");
   });
 
+  it("routes azure-* model names to Azure OpenAI, with deployment_name and the API version, never to OpenAI", async () => {
+    openai.reset();
+    anthropic.reset();
+    const azure = await ScriptedLlm.start("openai");
+    try {
+      const env = { ...openai.env, AZURE_OPENAI_API_KEY: "azure-secret", AZURE_OPENAI_ENDPOINT: azure.url };
+      const llm = createLlmClient({ model_name: "azure-gpt-4o", deployment_name: "team-4o", openai_api_version: "2024-06-01" }, env);
+      expect((await llm.complete({ messages: question, tools: [], signal: live() })).model).toBe("azure-gpt-4o");
+      expect(azure.requests[0]?.path).toBe("/openai/deployments/team-4o/chat/completions?api-version=2024-06-01");
+      expect(azure.requests[0]?.body["model"]).toBe("gpt-4o");
+      expect(openai.requests).toHaveLength(0);
+    } finally {
+      await azure.close();
+    }
+  });
+
+  it("routes gemini-* model names to Gemini's OpenAI-compatible endpoint with GOOGLE_API_KEY, never to OpenAI", async () => {
+    openai.reset();
+    const gemini = await ScriptedLlm.start("openai");
+    try {
+      const env = { ...openai.env, GOOGLE_API_KEY: "google-secret", GEMINI_BASE_URL: gemini.baseUrl };
+      const response = await createLlmClient({ model_name: "gemini-2.5-flash" }, env).complete({ messages: question, tools: [calculator], signal: live() });
+      expect(response.toolCalls[0]?.arguments).toEqual({ operation: "add", a: 3, b: 4 });
+      expect(gemini.requests[0]).toMatchObject({ path: "/v1/chat/completions", credential: "google-secret" });
+      expect(gemini.requests[0]?.body["model"]).toBe("gemini-2.5-flash");
+      expect(openai.requests).toHaveLength(0);
+    } finally {
+      await gemini.close();
+    }
+  });
+
+  it("refuses a model whose provider Axon cannot call, naming it, and sends nothing anywhere", () => {
+    openai.reset();
+    anthropic.reset();
+    const env = { ...openai.env, ANTHROPIC_API_KEY: "a", ANTHROPIC_BASE_URL: anthropic.baseUrl, AWS_ACCESS_KEY_ID: "aws" };
+    for (const model_name of ["bedrock-us-claude-3-7-sonnet", "nvidia-llama-3.3-70b-instruct"]) {
+      let error: unknown;
+      try {
+        createLlmClient({ model_name }, env);
+      } catch (thrown) {
+        error = thrown;
+      }
+      expect(error).toMatchObject({ code: Code.FailedPrecondition, reason: "LLM_PROVIDER_UNSUPPORTED", metadata: expect.objectContaining({ model: model_name }) });
+    }
+    expect(openai.requests).toHaveLength(0);
+    expect(anthropic.requests).toHaveLength(0);
+  });
+
+  it("a fallback chain runs on the first model that can be called, warning about each one skipped", async () => {
+    openai.reset();
+    const lines: string[] = [];
+    const logger = pino(new Writable({ write: (chunk: Buffer, _encoding, done) => (lines.push(chunk.toString()), done()) }));
+    const chain = { fallbacks: [{ model_name: "claude-sonnet-4-5" }, { model_name: "gemini-2.5-flash" }, { model_name: "bedrock-us-claude-sonnet-4" }, { model_name: "gpt-4o-mini" }] };
+    const llm = createLlmClient(chain, openai.env, { logger });
+    expect(llm.description).toBe("openai gpt-4o-mini");
+    expect((await llm.complete({ messages: question, tools: [], signal: live() })).model).toBe("gpt-4o-mini");
+    const skipped = lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line["msg"] === "LLM fallback skipped: it cannot be called");
+    expect(skipped.map((line) => [line["model"], line["reason"], line["variable"] ?? null])).toEqual([
+      ["claude-sonnet-4-5", "LLM_NOT_CONFIGURED", "ANTHROPIC_API_KEY"],
+      ["gemini-2.5-flash", "LLM_NOT_CONFIGURED", "GOOGLE_API_KEY"],
+      ["bedrock-us-claude-sonnet-4", "LLM_PROVIDER_UNSUPPORTED", null],
+    ]);
+    expect(lines.join("")).not.toContain(SCRIPTED_API_KEY);
+  });
+
   it("reaches Ollama at OLLAMA_HOST/v1 without a key", async () => {
     openai.reset();
     const llm = createLlmClient({ model_name: "llama3.1:8b" }, { OLLAMA_HOST: openai.url });

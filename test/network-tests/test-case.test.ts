@@ -124,8 +124,8 @@ describe("reading a test case file", () => {
     ]);
   });
 
-  it("parses every example case under tests/networks", async () => {
-    const examples = path.resolve("tests/networks");
+  it("parses every example case under test/networks", async () => {
+    const examples = path.resolve("test/networks");
     const files = readdirSync(examples).filter((name) => name.endsWith(".hocon"));
     expect(files.length).toBeGreaterThanOrEqual(4);
     for (const name of files) {

@@ -10,6 +10,7 @@ import { errorOfConnectResponse, readAllBytes } from "./connect-response.js";
 import { compileRestRoutes, findRoute, type RestRoute } from "./http-rule.js";
 import { writeJson, writeStatusError, type ResponseSink } from "./http-response.js";
 import { JsonLinesWriter } from "./json-lines-writer.js";
+import { withNeuroSanFields } from "./neuro-san-json.js";
 import { parseJsonText } from "./lenient-json.js";
 import { readRequestBody, type RestIncomingRequest } from "./request-body.js";
 import { buildRequestMessage } from "./request-message.js";
@@ -105,7 +106,7 @@ function writeUnaryResponse(res: ResponseSink, route: RestRoute, status: number,
   const { output } = route.method;
   const message = toJson(output, fromBinary(output, body), { registry: typeRegistry }) as JsonObject;
   const field = output.fields.find((candidate) => candidate.name === route.responseBody);
-  writeJson(res, status, field ? (message[field.jsonName] ?? {}) : message, header);
+  writeJson(res, status, withNeuroSanFields(route.method, field ? (message[field.jsonName] ?? {}) : message), header);
 }
 
 function handlerFor(handlers: readonly UniversalHandler[], method: DescMethod): UniversalHandler {

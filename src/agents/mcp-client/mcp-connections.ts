@@ -1,0 +1,68 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { McpServerInfo } from "./mcp-info.js";
+
+/**
+ * The MCP servers one chat talks to, over Streamable HTTP: each connected on first use (with its headers from the MCP
+ * info file) and closed when the chat ends, so no state outlives a request.
+ */
+export class McpConnections {
+  private readonly clients = new Map<string, Promise<Client>>();
+
+  constructor(
+    /** How to reach a server (its headers, its allowed tools), from the MCP info file. */
+    readonly infoOf: (url: string) => McpServerInfo | undefined,
+    /** Per request: the chat's deadline aborts it sooner. */
+    private readonly timeoutMs: number,
+  ) {}
+
+  /** Every tool the server offers (all pages). */
+  async listTools(url: string, signal: AbortSignal): Promise<Tool[]> {
+    const client = await this.clientOf(url, signal);
+    const tools: Tool[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await client.listTools(cursor === undefined ? {} : { cursor }, { signal, timeout: this.timeoutMs });
+      tools.push(...page.tools);
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+    return tools;
+  }
+
+  async callTool(url: string, name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> {
+    const client = await this.clientOf(url, signal);
+    return (await client.callTool({ name, arguments: args }, undefined, { signal, timeout: this.timeoutMs })) as CallToolResult;
+  }
+
+  async close(): Promise<void> {
+    const clients = [...this.clients.values()];
+    this.clients.clear();
+    await Promise.all(clients.map((client) => client.then((connected) => connected.close()).catch(() => undefined)));
+  }
+
+  private clientOf(url: string, signal: AbortSignal): Promise<Client> {
+    let client = this.clients.get(url);
+    if (client === undefined) {
+      client = this.connect(url, signal);
+      this.clients.set(url, client);
+      // A failed connection is tried again by the next call, not remembered.
+      client.catch(() => this.clients.delete(url));
+    }
+    return client;
+  }
+
+  private async connect(url: string, signal: AbortSignal): Promise<Client> {
+    const headers = this.infoOf(url)?.headers ?? {};
+    const client = new Client({ name: "axon", version: process.env.npm_package_version ?? "dev" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }), { signal, timeout: this.timeoutMs });
+    return client;
+  }
+}
+
+/** What an LLM gets back from a tool call: its text, else its structured content as JSON. */
+export function resultText(result: CallToolResult): string {
+  const texts = result.content.flatMap((item) => (item.type === "text" ? [item.text] : []));
+  if (texts.length > 0) return texts.join("\n");
+  return result.structuredContent === undefined ? "" : JSON.stringify(result.structuredContent);
+}

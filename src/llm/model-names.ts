@@ -1,0 +1,86 @@
+/**
+ * Which provider owns a model, as neuro-san's LLM info table says (`default_llm_info.hocon`): by `class` when a config
+ * names one, else by the model's name. A model is only ever sent to its owner.
+ */
+
+/** Every provider a neuro-san network may name. */
+export type ProviderClass =
+  | "openai"
+  | "azure-openai"
+  | "anthropic"
+  | "ollama"
+  | "openai-compatible"
+  | "gemini"
+  | "nvidia"
+  | "bedrock";
+
+/** The providers Axon has no client for: their models are refused (LLM_PROVIDER_UNSUPPORTED), never sent elsewhere. */
+export const UNSUPPORTED_PROVIDERS: ReadonlySet<ProviderClass> = new Set(["nvidia", "bedrock"]);
+
+/** `class` as neuro-san writes it, or the last segment of a LangChain class path (`langchain_openai.ChatOpenAI`). */
+const CLASS_NAMES: Record<string, ProviderClass> = {
+  openai: "openai",
+  chatopenai: "openai",
+  "azure-openai": "azure-openai",
+  azure_openai: "azure-openai",
+  azure: "azure-openai",
+  azurechatopenai: "azure-openai",
+  anthropic: "anthropic",
+  chatanthropic: "anthropic",
+  ollama: "ollama",
+  chatollama: "ollama",
+  "openai-compatible": "openai-compatible",
+  openai_compatible: "openai-compatible",
+  gemini: "gemini",
+  chatgooglegenerativeai: "gemini",
+  nvidia: "nvidia",
+  chatnvidia: "nvidia",
+  bedrock: "bedrock",
+  chatbedrock: "bedrock",
+  chatbedrockconverse: "bedrock",
+};
+
+/** The names in neuro-san's table that stand for another one (`use_model_name`), where the provider would not know them. */
+const MODEL_ALIASES: Record<string, string> = {
+  "claude-haiku": "claude-haiku-4-5-20251001",
+  "claude-sonnet": "claude-sonnet-4-6",
+  "claude-opus": "claude-opus-4-7",
+  "gemini-3-pro": "gemini-3-pro-preview",
+  "gemini-3-flash": "gemini-3-flash-preview",
+  "gemini-3.1-pro": "gemini-3.1-pro-preview",
+  "gemini-3.1-pro-customtools": "gemini-3.1-pro-preview-customtools",
+};
+
+const OLLAMA_FAMILIES =
+  /^(llama|codellama|tinyllama|qwen|mistral|mixtral|gemma|phi|deepseek|llava|granite|smollm|starcoder|command-r)/;
+
+export function providerClassNamed(className: string): ProviderClass | undefined {
+  const lastSegment = className.split(".").pop() ?? className;
+  return CLASS_NAMES[lastSegment.toLowerCase()];
+}
+
+export const SUPPORTED_CLASSES = [...new Set(Object.values(CLASS_NAMES))].filter((provider) => !UNSUPPORTED_PROVIDERS.has(provider));
+
+/**
+ * The provider a model name implies when `class` is absent. Names nobody claims go to OpenAI's protocol, which every
+ * local server (vLLM, llama.cpp) speaks behind `OPENAI_BASE_URL`.
+ */
+export function inferProviderClass(modelName: string): ProviderClass {
+  const name = modelName.toLowerCase();
+  if (name.startsWith("azure-")) return "azure-openai";
+  if (name.startsWith("bedrock-") || /^(us|eu|apac|global)\.anthropic\./.test(name) || name.startsWith("anthropic.")) return "bedrock";
+  if (name.startsWith("nvidia-")) return "nvidia";
+  if (name.startsWith("gemini-")) return "gemini";
+  if (name.startsWith("ft:")) return "openai"; // fine-tuned OpenAI models: ft:gpt-4o-mini:org::id
+  if (name.includes(":")) return "ollama"; // Ollama tags: llama3.1:8b, gpt-oss:20b
+  if (name.startsWith("claude-")) return "anthropic";
+  if (/^(gpt-|chatgpt-|o1|o3|o4)/.test(name)) return "openai";
+  if (OLLAMA_FAMILIES.test(name)) return "ollama";
+  return "openai";
+}
+
+/** The name the provider knows the model by: `azure-gpt-4o` is `gpt-4o` to Azure, an alias is its model. */
+export function providerModelName(modelName: string, provider: ProviderClass): string {
+  const unaliased = MODEL_ALIASES[modelName] ?? modelName;
+  return provider === "azure-openai" && unaliased.startsWith("azure-") ? unaliased.slice("azure-".length) : unaliased;
+}
