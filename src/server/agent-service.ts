@@ -19,7 +19,9 @@ export function agentService(registry: AgentRegistry, chats: ChatRunner): Servic
     connectivity(request, context) {
       const network = networkOf(registry, request.agentName, context);
       // The network's metadata as neuro-san reports it (description, tags, sample_queries, ...): clients show it.
-      return { connectivityInfo: registry.connectivity(network.name), metadata: network.metadata };
+      // A network without any sends none, so REST answers no `metadata: {}` neuro-san never sent.
+      const { metadata } = network;
+      return { connectivityInfo: registry.connectivity(network.name), ...(Object.keys(metadata).length > 0 ? { metadata } : {}) };
     },
 
     async *streamingChat(request, context) {
