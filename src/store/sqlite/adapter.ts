@@ -1,0 +1,145 @@
+import {
+  DriverAdapterError,
+  type IsolationLevel,
+  type SqlDriverAdapter,
+  type SqlDriverAdapterFactory,
+  type SqlQuery,
+  type SqlResultSet,
+  type Transaction,
+} from "@prisma/driver-adapter-utils";
+import { DatabaseThread } from "./database-thread.js";
+import type { ThreadOptions } from "./protocol.js";
+
+export interface SqliteThreadOptions {
+  /** The SQLite file. */
+  file: string;
+  busyTimeoutMs: number;
+  /** Run on the writing connection when it opens: the PRAGMAs every connection needs. */
+  pragmas?: string;
+  /** Prepared statements kept per connection (default 256). */
+  statementCacheSize?: number;
+  /** Told when a database thread dies without being closed; the next request starts a new one. */
+  onThreadExit?: (error: Error) => void;
+}
+
+const adapterName = "axon-sqlite-thread";
+
+/**
+ * A Prisma driver adapter for SQLite whose connections live in a worker thread running better-sqlite3, so the event
+ * loop only sends statements and receives rows (see thread-main.ts for how the thread serializes transactions).
+ */
+export class PrismaSqliteThread implements SqlDriverAdapterFactory {
+  readonly provider = "sqlite";
+  readonly adapterName = adapterName;
+  private readonly options: ThreadOptions;
+
+  constructor(private readonly settings: SqliteThreadOptions) {
+    this.options = {
+      file: settings.file,
+      busyTimeoutMs: settings.busyTimeoutMs,
+      pragmas: settings.pragmas ?? "",
+      statementCacheSize: settings.statementCacheSize ?? 256,
+    };
+  }
+
+  connect(): Promise<SqlDriverAdapter> {
+    return SqliteThreadAdapter.open(this.options, this.settings.onThreadExit);
+  }
+}
+
+abstract class ThreadQueryable {
+  readonly provider = "sqlite";
+  readonly adapterName = adapterName;
+
+  protected abstract send<T>(kind: "query" | "execute", statement: SqlQuery): Promise<T>;
+
+  queryRaw(query: SqlQuery): Promise<SqlResultSet> {
+    return this.send("query", query);
+  }
+
+  executeRaw(query: SqlQuery): Promise<number> {
+    return this.send("execute", query);
+  }
+}
+
+class SqliteThreadAdapter extends ThreadQueryable implements SqlDriverAdapter {
+  private restarting: Promise<DatabaseThread> | undefined;
+  private disposed = false;
+
+  static async open(options: ThreadOptions, onThreadExit?: (error: Error) => void): Promise<SqliteThreadAdapter> {
+    return new SqliteThreadAdapter(await DatabaseThread.start(options, onThreadExit), options, onThreadExit);
+  }
+
+  private constructor(
+    private thread: DatabaseThread,
+    private readonly options: ThreadOptions,
+    private readonly onThreadExit: ((error: Error) => void) | undefined,
+  ) {
+    super();
+  }
+
+  protected async send<T>(kind: "query" | "execute", statement: SqlQuery): Promise<T> {
+    return (await this.current()).request<T>({ kind, statement: { sql: statement.sql, args: statement.args, argTypes: statement.argTypes } });
+  }
+
+  async executeScript(script: string): Promise<void> {
+    await (await this.current()).request({ kind: "script", script });
+  }
+
+  async startTransaction(isolationLevel?: IsolationLevel): Promise<Transaction> {
+    // SQLite's transactions are serializable, and only that.
+    if (isolationLevel !== undefined && isolationLevel !== "SERIALIZABLE") throw new DriverAdapterError({ kind: "InvalidIsolationLevel", level: isolationLevel });
+    const thread = await this.current();
+    return new SqliteThreadTransaction(thread, await thread.request<number>({ kind: "begin" }));
+  }
+
+  async dispose(): Promise<void> {
+    this.disposed = true;
+    await Promise.all([this.thread.close(), this.restarting?.then((thread) => thread.close(), () => undefined)]);
+  }
+
+  /** The running thread, or a new one if it died: a crash costs the requests in flight, not the database. */
+  private async current(): Promise<DatabaseThread> {
+    if (this.thread.alive) return this.thread;
+    if (this.disposed) throw new DriverAdapterError({ kind: "ConnectionClosed" });
+    this.restarting ??= DatabaseThread.start(this.options, this.onThreadExit).finally(() => (this.restarting = undefined));
+    this.thread = await this.restarting;
+    return this.thread;
+  }
+}
+
+class SqliteThreadTransaction extends ThreadQueryable implements Transaction {
+  // The thread runs COMMIT and ROLLBACK itself, with the release of the writer, in one round trip.
+  readonly options = { usePhantomQuery: true };
+
+  constructor(
+    private readonly thread: DatabaseThread,
+    private readonly transaction: number,
+  ) {
+    super();
+  }
+
+  protected send<T>(kind: "query" | "execute", statement: SqlQuery): Promise<T> {
+    return this.thread.request<T>({ kind, statement: { sql: statement.sql, args: statement.args, argTypes: statement.argTypes }, transaction: this.transaction });
+  }
+
+  async commit(): Promise<void> {
+    await this.thread.request({ kind: "commit", transaction: this.transaction });
+  }
+
+  async rollback(): Promise<void> {
+    await this.thread.request({ kind: "rollback", transaction: this.transaction });
+  }
+
+  async createSavepoint(name: string): Promise<void> {
+    await this.executeRaw({ sql: `SAVEPOINT ${name}`, args: [], argTypes: [] });
+  }
+
+  async rollbackToSavepoint(name: string): Promise<void> {
+    await this.executeRaw({ sql: `ROLLBACK TO ${name}`, args: [], argTypes: [] });
+  }
+
+  async releaseSavepoint(name: string): Promise<void> {
+    await this.executeRaw({ sql: `RELEASE SAVEPOINT ${name}`, args: [], argTypes: [] });
+  }
+}

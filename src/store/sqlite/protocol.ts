@@ -1,0 +1,35 @@
+import type { Error as DriverError, SqlQuery, SqlResultSet } from "@prisma/driver-adapter-utils";
+
+/*
+ * The messages between the adapter (on the event loop) and the database thread. Every request carries an id the
+ * reply repeats; the thread answers requests in the order it can serve them, not necessarily in the order sent.
+ */
+
+export interface ThreadOptions {
+  /** The SQLite file. */
+  file: string;
+  /** How long a statement waits on a file another process is writing before failing with SQLITE_BUSY. */
+  busyTimeoutMs: number;
+  /** Run on the writer connection when it opens (PRAGMAs). */
+  pragmas: string;
+  /** Prepared statements kept per connection. */
+  statementCacheSize: number;
+}
+
+export type Request =
+  /** A statement outside any transaction, or inside the one `transaction` names. */
+  | { id: number; kind: "query" | "execute"; statement: SqlQuery; transaction?: number }
+  | { id: number; kind: "script"; script: string }
+  /** Answered with a transaction number once the writer is free, so transactions never interleave. */
+  | { id: number; kind: "begin" }
+  /** Ends the transaction and frees the writer for the next one. */
+  | { id: number; kind: "commit" | "rollback"; transaction: number }
+  | { id: number; kind: "close" };
+
+export type Reply = { id: number; value: SqlResultSet | number | undefined } | { id: number; failure: Failure };
+
+/** The first message from the thread: whether it could open the database. */
+export type Opened = { opened: true } | { opened: false; failure: Failure };
+
+/** A driver error Prisma knows how to map (constraint, busy, ...), or any other error by its name and message. */
+export type Failure = { driver: DriverError } | { name: string; message: string };
