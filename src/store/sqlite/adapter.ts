@@ -18,6 +18,8 @@ export interface SqliteThreadOptions {
   pragmas?: string;
   /** Prepared statements kept per connection (default 256). */
   statementCacheSize?: number;
+  /** The thread's JavaScript heap limit (default Node's): rows past it end the thread, not the process. */
+  heapLimitMb?: number;
   /** Told when a database thread dies without being closed; the next request starts a new one. */
   onThreadExit?: (error: Error) => void;
 }
@@ -31,19 +33,13 @@ const adapterName = "axon-sqlite-thread";
 export class PrismaSqliteThread implements SqlDriverAdapterFactory {
   readonly provider = "sqlite";
   readonly adapterName = adapterName;
-  private readonly options: ThreadOptions;
 
-  constructor(private readonly settings: SqliteThreadOptions) {
-    this.options = {
-      file: settings.file,
-      busyTimeoutMs: settings.busyTimeoutMs,
-      pragmas: settings.pragmas ?? "",
-      statementCacheSize: settings.statementCacheSize ?? 256,
-    };
-  }
+  constructor(private readonly settings: SqliteThreadOptions) {}
 
   connect(): Promise<SqlDriverAdapter> {
-    return SqliteThreadAdapter.open(this.options, this.settings.onThreadExit);
+    const { file, busyTimeoutMs, pragmas = "", statementCacheSize = 256, heapLimitMb, onThreadExit } = this.settings;
+    const options: ThreadOptions = { file, busyTimeoutMs, pragmas, statementCacheSize };
+    return SqliteThreadAdapter.open(() => DatabaseThread.start(options, { heapLimitMb, onUnexpectedExit: onThreadExit }));
   }
 }
 
@@ -66,14 +62,13 @@ class SqliteThreadAdapter extends ThreadQueryable implements SqlDriverAdapter {
   private restarting: Promise<DatabaseThread> | undefined;
   private disposed = false;
 
-  static async open(options: ThreadOptions, onThreadExit?: (error: Error) => void): Promise<SqliteThreadAdapter> {
-    return new SqliteThreadAdapter(await DatabaseThread.start(options, onThreadExit), options, onThreadExit);
+  static async open(startThread: () => Promise<DatabaseThread>): Promise<SqliteThreadAdapter> {
+    return new SqliteThreadAdapter(await startThread(), startThread);
   }
 
   private constructor(
     private thread: DatabaseThread,
-    private readonly options: ThreadOptions,
-    private readonly onThreadExit: ((error: Error) => void) | undefined,
+    private readonly startThread: () => Promise<DatabaseThread>,
   ) {
     super();
   }
@@ -102,7 +97,7 @@ class SqliteThreadAdapter extends ThreadQueryable implements SqlDriverAdapter {
   private async current(): Promise<DatabaseThread> {
     if (this.thread.alive) return this.thread;
     if (this.disposed) throw new DriverAdapterError({ kind: "ConnectionClosed" });
-    this.restarting ??= DatabaseThread.start(this.options, this.onThreadExit).finally(() => (this.restarting = undefined));
+    this.restarting ??= this.startThread().finally(() => (this.restarting = undefined));
     this.thread = await this.restarting;
     return this.thread;
   }

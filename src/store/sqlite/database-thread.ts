@@ -4,6 +4,13 @@ import type { Failure, Opened, Reply, Request, ThreadOptions } from "./protocol.
 
 type Unsent = Request extends infer R ? (R extends Request ? Omit<R, "id"> : never) : never;
 
+export interface ThreadSettings {
+  /** The thread's JavaScript heap limit: rows past it end the thread (its requests fail), not the process. */
+  heapLimitMb?: number;
+  /** Told when the thread ends without close(): it crashed or ran out of memory. */
+  onUnexpectedExit?: (error: Error) => void;
+}
+
 interface Waiter {
   resolve(value: unknown): void;
   reject(error: unknown): void;
@@ -21,8 +28,9 @@ export class DatabaseThread {
   private closing = false;
 
   /** Starts a thread and waits until it has opened the database. */
-  static async start(options: ThreadOptions, onUnexpectedExit?: (error: Error) => void): Promise<DatabaseThread> {
-    const worker = new Worker(new URL("./thread-entry.mjs", import.meta.url), { workerData: options });
+  static async start(options: ThreadOptions, settings: ThreadSettings = {}): Promise<DatabaseThread> {
+    const resourceLimits = settings.heapLimitMb === undefined ? undefined : { maxOldGenerationSizeMb: settings.heapLimitMb };
+    const worker = new Worker(new URL("./thread-entry.mjs", import.meta.url), { workerData: options, resourceLimits });
     const opened = await new Promise<Opened>((resolve, reject) => {
       const failed = (error: unknown) => reject(error instanceof Error ? error : new Error(`the database thread ended with code ${String(error)}`));
       worker.once("message", (message: Opened) => {
@@ -35,7 +43,7 @@ export class DatabaseThread {
       await worker.terminate();
       throw errorOf(opened.failure);
     }
-    return new DatabaseThread(worker, onUnexpectedExit);
+    return new DatabaseThread(worker, settings.onUnexpectedExit);
   }
 
   private constructor(
