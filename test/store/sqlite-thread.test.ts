@@ -151,6 +151,20 @@ describe("transactions", () => {
     expect((await prisma.admissionCounter.findUniqueOrThrow({ where: key })).count).toBe(25);
   });
 
+  it("with time to block, a transaction's statements complete in the task that sent them: it holds the writer for no turn of the event loop", async () => {
+    const prisma = threadClient(await migratedFile(), { transactionStepMaxBlockMs: 60_000 });
+    await prisma.auditRecord.count(); // the first statement compiles Prisma's query engine
+    let loopTurned = false;
+    await prisma.$transaction(async (tx) => {
+      setImmediate(() => (loopTurned = true));
+      await tx.auditRecord.create(audit("quick"));
+      await tx.auditRecord.count();
+      await tx.$executeRaw`UPDATE "AuditRecord" SET "category" = 'checked' WHERE "actor" = ${"quick"}`;
+      expect(loopTurned).toBe(false);
+    });
+    expect(await prisma.auditRecord.count({ where: { category: "checked" } })).toBe(1);
+  });
+
   it("a batch is atomic: when its last statement fails, the first is undone", async () => {
     const { prisma } = await axonClient();
     await prisma.operation.create({ data: operation("op-taken", "key-taken") });
@@ -233,6 +247,13 @@ describe("the same data and errors as Prisma's own better-sqlite3 adapter", () =
 });
 
 describe("the thread's life", () => {
+  it("a file that cannot be opened fails the connect with SQLite's error, recognisably the database's", async () => {
+    const prisma = threadClient(dir); // a directory, not a file
+    const error = await thrown(() => prisma.$connect());
+    expect(error).toMatchObject({ name: "DriverAdapterError", cause: { originalCode: "SQLITE_CANTOPEN" } });
+    expect(isStorageError(error)).toBe(true);
+  });
+
   it("a thread that dies fails what it held as unavailable, and the next request runs on a new one", async () => {
     const file = await migratedFile();
     const exits: Error[] = [];

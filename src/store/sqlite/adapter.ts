@@ -18,6 +18,12 @@ export interface SqliteThreadOptions {
   pragmas?: string;
   /** Prepared statements kept per connection (default 256). */
   statementCacheSize?: number;
+  /**
+   * How long the event loop may block waiting for one step of a transaction (its BEGIN, each statement; default
+   * 2 ms). A transaction holds the one writer, so a step that waited for a turn of a busy loop would hold up every
+   * other writer with it; past this bound the step goes on without blocking.
+   */
+  transactionStepMaxBlockMs?: number;
   /** The thread's JavaScript heap limit (default Node's): rows past it end the thread, not the process. */
   heapLimitMb?: number;
   /** Told when a database thread dies without being closed; the next request starts a new one. */
@@ -39,7 +45,8 @@ export class PrismaSqliteThread implements SqlDriverAdapterFactory {
   connect(): Promise<SqlDriverAdapter> {
     const { file, busyTimeoutMs, pragmas = "", statementCacheSize = 256, heapLimitMb, onThreadExit } = this.settings;
     const options: ThreadOptions = { file, busyTimeoutMs, pragmas, statementCacheSize };
-    return SqliteThreadAdapter.open(() => DatabaseThread.start(options, { heapLimitMb, onUnexpectedExit: onThreadExit }));
+    const blockMs = this.settings.transactionStepMaxBlockMs ?? 2;
+    return SqliteThreadAdapter.open(() => DatabaseThread.start(options, { heapLimitMb, onUnexpectedExit: onThreadExit }), blockMs);
   }
 }
 
@@ -62,13 +69,14 @@ class SqliteThreadAdapter extends ThreadQueryable implements SqlDriverAdapter {
   private restarting: Promise<DatabaseThread> | undefined;
   private disposed = false;
 
-  static async open(startThread: () => Promise<DatabaseThread>): Promise<SqliteThreadAdapter> {
-    return new SqliteThreadAdapter(await startThread(), startThread);
+  static async open(startThread: () => Promise<DatabaseThread>, blockMs: number): Promise<SqliteThreadAdapter> {
+    return new SqliteThreadAdapter(await startThread(), startThread, blockMs);
   }
 
   private constructor(
     private thread: DatabaseThread,
     private readonly startThread: () => Promise<DatabaseThread>,
+    private readonly blockMs: number,
   ) {
     super();
   }
@@ -85,7 +93,7 @@ class SqliteThreadAdapter extends ThreadQueryable implements SqlDriverAdapter {
     // SQLite's transactions are serializable, and only that.
     if (isolationLevel !== undefined && isolationLevel !== "SERIALIZABLE") throw new DriverAdapterError({ kind: "InvalidIsolationLevel", level: isolationLevel });
     const thread = await this.current();
-    return new SqliteThreadTransaction(thread, await thread.request<number>({ kind: "begin" }));
+    return new SqliteThreadTransaction(thread, await thread.request<number>({ kind: "begin" }, this.blockMs), this.blockMs);
   }
 
   async dispose(): Promise<void> {
@@ -110,12 +118,16 @@ class SqliteThreadTransaction extends ThreadQueryable implements Transaction {
   constructor(
     private readonly thread: DatabaseThread,
     private readonly transaction: number,
+    private readonly blockMs: number,
   ) {
     super();
   }
 
   protected send<T>(kind: "query" | "execute", statement: SqlQuery): Promise<T> {
-    return this.thread.request<T>({ kind, statement: { sql: statement.sql, args: statement.args, argTypes: statement.argTypes }, transaction: this.transaction });
+    return this.thread.request<T>(
+      { kind, statement: { sql: statement.sql, args: statement.args, argTypes: statement.argTypes }, transaction: this.transaction },
+      this.blockMs,
+    );
   }
 
   async commit(): Promise<void> {

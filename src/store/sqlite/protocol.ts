@@ -1,3 +1,4 @@
+import type { MessagePort } from "node:worker_threads";
 import type { Error as DriverError, SqlQuery, SqlResultSet } from "@prisma/driver-adapter-utils";
 
 /*
@@ -26,7 +27,19 @@ export type Request =
   | { id: number; kind: "commit" | "rollback"; transaction: number }
   | { id: number; kind: "close" };
 
-export type Reply = { id: number; value: SqlResultSet | number | undefined } | { id: number; failure: Failure };
+export type Reply =
+  | { id: number; value: SqlResultSet | number | undefined }
+  | { id: number; failure: Failure }
+  /** A transaction cannot begin yet: another one holds the writer. Its real reply follows when it can. */
+  | { id: number; queued: true };
+
+/** What the thread gets at its start, besides the options. */
+export interface ThreadChannel {
+  /** Requests in, replies out. */
+  port: MessagePort;
+  /** Counts the replies sent, so the event loop can block on it (Atomics.wait) for one it cannot do without. */
+  replies: Int32Array;
+}
 
 /** The first message from the thread: whether it could open the database. */
 export type Opened = { opened: true } | { opened: false; failure: Failure };

@@ -1,9 +1,9 @@
-import { parentPort, workerData } from "node:worker_threads";
+import { workerData } from "node:worker_threads";
 import type { SqlQuery, SqlResultSet } from "@prisma/driver-adapter-utils";
 import Sqlite from "better-sqlite3";
 import { Connection } from "./connection.js";
 import { DriverFailure, failureOf } from "./driver-errors.js";
-import type { Opened, Reply, Request, ThreadOptions } from "./protocol.js";
+import type { Opened, Reply, Request, ThreadChannel, ThreadOptions } from "./protocol.js";
 
 /*
  * The database thread: every better-sqlite3 call runs here, so a slow statement, a commit's fsync or a wait on a busy
@@ -12,8 +12,8 @@ import type { Opened, Reply, Request, ThreadOptions } from "./protocol.js";
  * nothing. A write outside a transaction, a script or a new transaction waits, in arrival order, for the open one.
  */
 
-const port = parentPort!;
-const options = workerData as ThreadOptions;
+const { options, channel } = workerData as { options: ThreadOptions; channel: ThreadChannel };
+const { port, replies } = channel;
 const begin: SqlQuery = { sql: "BEGIN IMMEDIATE", args: [], argTypes: [] };
 const commit: SqlQuery = { sql: "COMMIT", args: [], argTypes: [] };
 const rollback: SqlQuery = { sql: "ROLLBACK", args: [], argTypes: [] };
@@ -47,7 +47,7 @@ class DatabaseThread {
       case "close":
         this.reader.close();
         this.writer.close();
-        this.reply({ id: request.id, value: undefined });
+        reply({ id: request.id, value: undefined });
         port.close(); // nothing left to wait for: the thread ends
     }
   }
@@ -58,8 +58,10 @@ class DatabaseThread {
   }
 
   private write(work: WriterWork): void {
-    if (this.owner !== undefined || this.waiting.length > 0) this.waiting.push(work);
-    else this.run(work);
+    if (this.owner === undefined && this.waiting.length === 0) return this.run(work);
+    this.waiting.push(work);
+    // The event loop may be blocked waiting for this answer; it will not come until the writer is free.
+    if (work.kind === "begin") reply({ id: work.id, queued: true });
   }
 
   private run(work: WriterWork): void {
@@ -94,18 +96,20 @@ class DatabaseThread {
   }
 
   private answer(id: number, work: () => SqlResultSet | number | undefined): void {
-    let reply: Reply;
+    let value: SqlResultSet | number | undefined;
     try {
-      reply = { id, value: work() };
+      value = work();
     } catch (error) {
-      reply = { id, failure: failureOf(error) };
+      return reply({ id, failure: failureOf(error) });
     }
-    this.reply(reply);
+    reply({ id, value });
   }
+}
 
-  private reply(reply: Reply): void {
-    port.postMessage(reply);
-  }
+function reply(message: Reply | Opened): void {
+  port.postMessage(message);
+  Atomics.add(replies, 0, 1);
+  Atomics.notify(replies, 0);
 }
 
 function run(connection: Connection, request: Extract<Request, { kind: "query" | "execute" }>): SqlResultSet | number {
@@ -129,8 +133,8 @@ function open(): DatabaseThread {
 try {
   const thread = open();
   port.on("message", (request: Request) => thread.handle(request));
-  port.postMessage({ opened: true } satisfies Opened);
+  reply({ opened: true });
 } catch (error) {
-  port.postMessage({ opened: false, failure: failureOf(error) } satisfies Opened);
+  reply({ opened: false, failure: failureOf(error) });
   port.close();
 }
