@@ -165,6 +165,29 @@ describe("transactions", () => {
     expect(await prisma.auditRecord.count({ where: { category: "checked" } })).toBe(1);
   });
 
+  it("a transaction that times out while waiting for the writer is dropped, and the writer goes on", async () => {
+    const { prisma } = await axonClient();
+    let holding!: () => void;
+    let release!: () => void;
+    const [holds, released] = [new Promise<void>((resolve) => (holding = resolve)), new Promise<void>((resolve) => (release = resolve))];
+    const first = prisma.$transaction(
+      async (tx) => {
+        await tx.auditRecord.create(audit("first"));
+        holding();
+        await released;
+      },
+      { timeout: 60_000 },
+    );
+    await holds;
+    const second = prisma.$transaction((tx) => tx.auditRecord.create(audit("second")), { timeout: 200 });
+    await expect(second).rejects.toThrow();
+    release();
+    await first;
+    await prisma.auditRecord.create(audit("after"));
+    const actors = await prisma.auditRecord.findMany({ select: { actor: true }, orderBy: { id: "asc" } });
+    expect(actors.map((row) => row.actor)).toEqual(["first", "after"]);
+  });
+
   it("a batch is atomic: when its last statement fails, the first is undone", async () => {
     const { prisma } = await axonClient();
     await prisma.operation.create({ data: operation("op-taken", "key-taken") });

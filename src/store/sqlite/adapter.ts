@@ -9,6 +9,7 @@ import {
 } from "@prisma/driver-adapter-utils";
 import { DatabaseThread } from "./database-thread.js";
 import type { ThreadOptions } from "./protocol.js";
+import { toSqlite } from "./values.js";
 
 export interface SqliteThreadOptions {
   /** The SQLite file. */
@@ -68,6 +69,7 @@ abstract class ThreadQueryable {
 class SqliteThreadAdapter extends ThreadQueryable implements SqlDriverAdapter {
   private restarting: Promise<DatabaseThread> | undefined;
   private disposed = false;
+  private lastTransaction = 0;
 
   static async open(startThread: () => Promise<DatabaseThread>, blockMs: number): Promise<SqliteThreadAdapter> {
     return new SqliteThreadAdapter(await startThread(), startThread, blockMs);
@@ -82,7 +84,7 @@ class SqliteThreadAdapter extends ThreadQueryable implements SqlDriverAdapter {
   }
 
   protected async send<T>(kind: "query" | "execute", statement: SqlQuery): Promise<T> {
-    return (await this.current()).request<T>({ kind, statement: { sql: statement.sql, args: statement.args, argTypes: statement.argTypes } });
+    return (await this.current()).request<T>({ kind, sql: statement.sql, args: toSqlite(statement) });
   }
 
   async executeScript(script: string): Promise<void> {
@@ -92,8 +94,8 @@ class SqliteThreadAdapter extends ThreadQueryable implements SqlDriverAdapter {
   async startTransaction(isolationLevel?: IsolationLevel): Promise<Transaction> {
     // SQLite's transactions are serializable, and only that.
     if (isolationLevel !== undefined && isolationLevel !== "SERIALIZABLE") throw new DriverAdapterError({ kind: "InvalidIsolationLevel", level: isolationLevel });
-    const thread = await this.current();
-    return new SqliteThreadTransaction(thread, await thread.request<number>({ kind: "begin" }, this.blockMs), this.blockMs);
+    // Nothing to ask the thread yet: the first statement begins the transaction, which saves a round trip.
+    return new SqliteThreadTransaction(await this.current(), ++this.lastTransaction, this.blockMs);
   }
 
   async dispose(): Promise<void> {
@@ -114,6 +116,7 @@ class SqliteThreadAdapter extends ThreadQueryable implements SqlDriverAdapter {
 class SqliteThreadTransaction extends ThreadQueryable implements Transaction {
   // The thread runs COMMIT and ROLLBACK itself, with the release of the writer, in one round trip.
   readonly options = { usePhantomQuery: true };
+  private begun = false;
 
   constructor(
     private readonly thread: DatabaseThread,
@@ -124,18 +127,18 @@ class SqliteThreadTransaction extends ThreadQueryable implements Transaction {
   }
 
   protected send<T>(kind: "query" | "execute", statement: SqlQuery): Promise<T> {
-    return this.thread.request<T>(
-      { kind, statement: { sql: statement.sql, args: statement.args, argTypes: statement.argTypes }, transaction: this.transaction },
-      this.blockMs,
-    );
+    const request = { kind, sql: statement.sql, args: toSqlite(statement), transaction: this.transaction };
+    if (this.begun) return this.thread.request<T>(request, this.blockMs);
+    this.begun = true;
+    return this.thread.request<T>({ ...request, begins: true }, this.blockMs);
   }
 
   async commit(): Promise<void> {
-    await this.thread.request({ kind: "commit", transaction: this.transaction });
+    if (this.begun) await this.thread.request({ kind: "commit", transaction: this.transaction });
   }
 
   async rollback(): Promise<void> {
-    await this.thread.request({ kind: "rollback", transaction: this.transaction });
+    if (this.begun) await this.thread.request({ kind: "rollback", transaction: this.transaction });
   }
 
   async createSavepoint(name: string): Promise<void> {

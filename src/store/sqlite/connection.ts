@@ -1,6 +1,6 @@
-import type { SqlQuery, SqlResultSet } from "@prisma/driver-adapter-utils";
+import type { SqlResultSet } from "@prisma/driver-adapter-utils";
 import Sqlite from "better-sqlite3";
-import { columnTypes, fromSqlite, toSqlite } from "./values.js";
+import { columnTypes, fromSqlite } from "./values.js";
 
 /**
  * One better-sqlite3 connection with its prepared statements: Prisma sends the same few statement texts over and
@@ -31,9 +31,8 @@ export class Connection {
     return statement.reader && statement.readonly && !/^\s*pragma\b/i.test(sql);
   }
 
-  query(query: SqlQuery): SqlResultSet {
-    const statement = this.prepared(query.sql);
-    const args = bound(query);
+  query(sql: string, args: unknown[]): SqlResultSet {
+    const statement = this.prepared(sql);
     if (!statement.reader) {
       statement.run(args);
       return { columnNames: [], columnTypes: [], rows: [] };
@@ -48,8 +47,8 @@ export class Connection {
     return { columnNames: columns.map((column) => column.name), columnTypes: types, rows };
   }
 
-  execute(query: SqlQuery): number {
-    return this.prepared(query.sql).run(bound(query)).changes;
+  execute(sql: string, args: unknown[] = []): number {
+    return this.prepared(sql).run(args).changes;
   }
 
   close(): void {
@@ -68,8 +67,4 @@ export class Connection {
     this.statements.set(sql, statement);
     return statement;
   }
-}
-
-function bound(query: SqlQuery): unknown[] {
-  return query.args.map((value, index) => toSqlite(value, query.argTypes[index]));
 }

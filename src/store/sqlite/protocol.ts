@@ -1,5 +1,5 @@
 import type { MessagePort } from "node:worker_threads";
-import type { Error as DriverError, SqlQuery, SqlResultSet } from "@prisma/driver-adapter-utils";
+import type { Error as DriverError, SqlResultSet } from "@prisma/driver-adapter-utils";
 
 /*
  * The messages between the adapter (on the event loop) and the database thread. Every request carries an id the
@@ -18,19 +18,20 @@ export interface ThreadOptions {
 }
 
 export type Request =
-  /** A statement outside any transaction, or inside the one `transaction` names. */
-  | { id: number; kind: "query" | "execute"; statement: SqlQuery; transaction?: number }
+  /**
+   * A statement outside any transaction, or inside the one `transaction` names; `args` as better-sqlite3 binds them.
+   * A transaction's first statement `begins` it: it waits for the writer to be free, so transactions never interleave.
+   */
+  | { id: number; kind: "query" | "execute"; sql: string; args: unknown[]; transaction?: number; begins?: true }
   | { id: number; kind: "script"; script: string }
-  /** Answered with a transaction number once the writer is free, so transactions never interleave. */
-  | { id: number; kind: "begin" }
-  /** Ends the transaction and frees the writer for the next one. */
+  /** Ends the transaction (or drops it, if its first statement is still waiting for the writer) and frees the writer. */
   | { id: number; kind: "commit" | "rollback"; transaction: number }
   | { id: number; kind: "close" };
 
 export type Reply =
   | { id: number; value: SqlResultSet | number | undefined }
   | { id: number; failure: Failure }
-  /** A transaction cannot begin yet: another one holds the writer. Its real reply follows when it can. */
+  /** A transaction cannot begin yet: another one holds the writer. The real reply follows when it can. */
   | { id: number; queued: true };
 
 /** What the thread gets at its start, besides the options. */

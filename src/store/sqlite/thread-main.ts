@@ -1,5 +1,5 @@
 import { workerData } from "node:worker_threads";
-import type { SqlQuery, SqlResultSet } from "@prisma/driver-adapter-utils";
+import type { SqlResultSet } from "@prisma/driver-adapter-utils";
 import Sqlite from "better-sqlite3";
 import { Connection } from "./connection.js";
 import { DriverFailure, failureOf } from "./driver-errors.js";
@@ -14,16 +14,13 @@ import type { Opened, Reply, Request, ThreadChannel, ThreadOptions } from "./pro
 
 const { options, channel } = workerData as { options: ThreadOptions; channel: ThreadChannel };
 const { port, replies } = channel;
-const begin: SqlQuery = { sql: "BEGIN IMMEDIATE", args: [], argTypes: [] };
-const commit: SqlQuery = { sql: "COMMIT", args: [], argTypes: [] };
-const rollback: SqlQuery = { sql: "ROLLBACK", args: [], argTypes: [] };
 
-type WriterWork = Extract<Request, { kind: "query" | "execute" | "script" | "begin" }>;
+type Statement = Extract<Request, { kind: "query" | "execute" }>;
+type WriterWork = Statement | Extract<Request, { kind: "script" }>;
 
 class DatabaseThread {
   /** The transaction holding the writer, if any. */
   private owner: number | undefined;
-  private lastTransaction = 0;
   private readonly waiting: WriterWork[] = [];
 
   constructor(
@@ -35,11 +32,11 @@ class DatabaseThread {
     switch (request.kind) {
       case "query":
       case "execute":
+        if (request.begins) return this.write(request);
         if (request.transaction !== undefined) return this.answer(request.id, () => this.inTransaction(request));
-        if (this.reader.readsOnly(request.statement.sql)) return this.answer(request.id, () => run(this.reader, request));
+        if (this.reader.readsOnly(request.sql)) return this.answer(request.id, () => run(this.reader, request));
         return this.write(request);
       case "script":
-      case "begin":
         return this.write(request);
       case "commit":
       case "rollback":
@@ -52,7 +49,7 @@ class DatabaseThread {
     }
   }
 
-  private inTransaction(request: Extract<Request, { kind: "query" | "execute" }>) {
+  private inTransaction(request: Statement) {
     if (request.transaction !== this.owner) throw transactionClosed();
     return run(this.writer, request);
   }
@@ -60,38 +57,47 @@ class DatabaseThread {
   private write(work: WriterWork): void {
     if (this.owner === undefined && this.waiting.length === 0) return this.run(work);
     this.waiting.push(work);
-    // The event loop may be blocked waiting for this answer; it will not come until the writer is free.
-    if (work.kind === "begin") reply({ id: work.id, queued: true });
+    // The event loop may be blocked waiting for a transaction's first answer; it will not come until the writer is free.
+    if (work.kind !== "script" && work.begins) reply({ id: work.id, queued: true });
   }
 
   private run(work: WriterWork): void {
     this.answer(work.id, () => {
-      switch (work.kind) {
-        case "query":
-        case "execute":
-          return run(this.writer, work);
-        case "script":
-          this.writer.database.exec(work.script);
-          return undefined;
-        case "begin":
-          this.writer.execute(begin);
-          this.owner = ++this.lastTransaction;
-          return this.owner;
+      if (work.kind === "script") {
+        this.writer.database.exec(work.script);
+        return undefined;
       }
+      if (work.begins) {
+        this.writer.execute("BEGIN IMMEDIATE");
+        this.owner = work.transaction;
+      }
+      return run(this.writer, work);
     });
   }
 
   private end(transaction: number, commits: boolean): undefined {
-    if (transaction !== this.owner) throw transactionClosed();
+    if (transaction !== this.owner) return this.drop(transaction, commits);
     try {
-      if (commits) this.writer.execute(commit);
+      if (commits) this.writer.execute("COMMIT");
     } finally {
       // A failed COMMIT leaves the transaction open (and some errors have already rolled it back): either way the
       // next transaction must start outside it.
-      if (this.writer.database.inTransaction) this.writer.execute(rollback);
+      if (this.writer.database.inTransaction) this.writer.execute("ROLLBACK");
       this.owner = undefined;
       while (this.owner === undefined && this.waiting.length > 0) this.run(this.waiting.shift()!);
     }
+    return undefined;
+  }
+
+  /** Ends a transaction that does not hold the writer: its first statement may still be waiting for it (a timeout). */
+  private drop(transaction: number, commits: boolean): undefined {
+    const index = this.waiting.findIndex((work) => work.kind !== "script" && work.transaction === transaction);
+    if (index >= 0) {
+      const [first] = this.waiting.splice(index, 1);
+      reply({ id: first!.id, failure: failureOf(transactionClosed()) });
+    }
+    // Rolling back what never began (its BEGIN failed) is nothing to do; committing it is an error.
+    if (commits) throw transactionClosed();
     return undefined;
   }
 
@@ -113,7 +119,7 @@ function reply(message: Reply | Opened): void {
 }
 
 function run(connection: Connection, request: Extract<Request, { kind: "query" | "execute" }>): SqlResultSet | number {
-  return request.kind === "query" ? connection.query(request.statement) : connection.execute(request.statement);
+  return request.kind === "query" ? connection.query(request.sql, request.args) : connection.execute(request.sql, request.args);
 }
 
 function transactionClosed(): Error {

@@ -1,4 +1,4 @@
-import { ColumnTypeEnum, type ArgType, type ColumnType } from "@prisma/driver-adapter-utils";
+import { ColumnTypeEnum, type ArgType, type ColumnType, type SqlQuery } from "@prisma/driver-adapter-utils";
 
 /*
  * Values between Prisma's query plans and SQLite, as Prisma's own better-sqlite3 adapter stores and reads them, so a
@@ -6,12 +6,15 @@ import { ColumnTypeEnum, type ArgType, type ColumnType } from "@prisma/driver-ad
  * booleans as 0/1, integers read as bigint and handed back as numbers when they fit.
  */
 
-/** A bound parameter in the form better-sqlite3 binds. */
-export function toSqlite(value: unknown, type: ArgType | undefined): unknown {
+/** Prisma's parameters in the form better-sqlite3 binds (numbers, bigints, text, bytes, null). */
+export function toSqlite(query: SqlQuery): unknown[] {
+  return query.args.map((value, index) => toSqliteValue(value, query.argTypes[index]));
+}
+
+function toSqliteValue(value: unknown, type: ArgType | undefined): unknown {
   if (value === null || value === undefined) return null;
   if (typeof value === "boolean") return value ? 1 : 0;
   if (value instanceof Date) return isoText(value);
-  if (value instanceof Uint8Array) return Buffer.isBuffer(value) ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength);
   if (typeof value !== "string") return value;
   switch (type?.scalarType) {
     case "int":
