@@ -22,8 +22,8 @@ import { startServerProcess, type ServerProcess, type ServerSample } from "./ser
 /*
  * `npm run bench:load`: mixed traffic against Axon: List over gRPC, crowds of streaming chats all open at once
  * against the scripted LLM, and Agent Operations (submit an agent.chat, long-poll it to its end). Each kind runs
- * alone, then all three at once, on SQLite with one replica and on PostgreSQL with one and two replicas (two Axon
- * processes on one fresh database, the load split between them). The bare baselines of the earlier benches run in
+ * alone, List and chats each beside operations at full rate, then all three at once, on SQLite with one replica and
+ * on PostgreSQL with one and two replicas (two Axon processes on one fresh database, the load split between them). The bare baselines of the earlier benches run in
  * the same run: the bare grpc-js List server, the bare chat replay, raw SQL inserts of a submit's rows.
  * Every server is its own process; this one only generates load. Prints Markdown for docs/benchmarks.md.
  */
@@ -173,6 +173,8 @@ try {
       phases.push(await phase("List alone", { list: true }));
       phases.push(await phase("chats alone", { chats: true }));
       phases.push(await phase("operations alone", { operations: true }));
+      phases.push(await phase("List and operations", { list: true, operations: true }));
+      phases.push(await phase("chats and operations", { chats: true, operations: true }));
       phases.push(await phase("all three at once", { list: true, chats: true, operations: true }));
 
       if (!rawInserts.has(setup.provider)) rawInserts.set(setup.provider, await measureRawInserts(setup.provider, database.url, scratch, setupCleanups));

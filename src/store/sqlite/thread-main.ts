@@ -34,7 +34,7 @@ class DatabaseThread {
       case "execute":
         if (request.begins) return this.write(request);
         if (request.transaction !== undefined) return this.answer(request.id, () => this.inTransaction(request));
-        if (this.reader.readsOnly(request.sql)) return this.answer(request.id, () => run(this.reader, request));
+        if (this.reader.readsOnly(request.sql)) return this.answer(request.id, () => runStatement(this.reader, request));
         return this.write(request);
       case "script":
         return this.write(request);
@@ -51,7 +51,7 @@ class DatabaseThread {
 
   private inTransaction(request: Statement) {
     if (request.transaction !== this.owner) throw transactionClosed();
-    return run(this.writer, request);
+    return runStatement(this.writer, request);
   }
 
   private write(work: WriterWork): void {
@@ -71,7 +71,7 @@ class DatabaseThread {
         this.writer.execute("BEGIN IMMEDIATE");
         this.owner = work.transaction;
       }
-      return run(this.writer, work);
+      return runStatement(this.writer, work);
     });
   }
 
@@ -118,7 +118,7 @@ function reply(message: Reply | Opened): void {
   Atomics.notify(replies, 0);
 }
 
-function run(connection: Connection, request: Extract<Request, { kind: "query" | "execute" }>): SqlResultSet | number {
+function runStatement(connection: Connection, request: Statement): SqlResultSet | number {
   return request.kind === "query" ? connection.query(request.sql, request.args) : connection.execute(request.sql, request.args);
 }
 
