@@ -23,8 +23,9 @@ import { startServerProcess, type ServerProcess, type ServerSample } from "./ser
  * `npm run bench:load`: mixed traffic against Axon: List over gRPC, crowds of streaming chats all open at once
  * against the scripted LLM, and Agent Operations (submit an agent.chat, long-poll it to its end). Each kind runs
  * alone, List and chats each beside operations at full rate, then all three at once, on SQLite with one replica and
- * on PostgreSQL with one and two replicas (two Axon processes on one fresh database, the load split between them). The bare baselines of the earlier benches run in
- * the same run: the bare grpc-js List server, the bare chat replay, raw SQL inserts of a submit's rows.
+ * on PostgreSQL with one and two replicas (two Axon processes on one fresh database, the load split between them).
+ * The bare baselines of the earlier benches run in the same run: the bare grpc-js List server, the bare chat replay,
+ * raw SQL inserts of a submit's rows.
  * Every server is its own process; this one only generates load. Prints Markdown for docs/benchmarks.md.
  */
 

@@ -196,6 +196,18 @@ describe("transactions", () => {
     expect(await prisma.auditRecord.count({ where: { actor: "batched" } })).toBe(0);
   });
 
+  it("more distinct statements than the statement cache holds all run right, again and again", async () => {
+    const prisma = threadClient(await migratedFile(), { statementCacheSize: 2 });
+    for (let round = 0; round < 3; round++) {
+      for (const actor of ["a", "b", "c", "d"]) {
+        // A statement text of its own per actor: four texts through a cache of two.
+        await prisma.$executeRawUnsafe(`INSERT INTO "AuditRecord" ("actor", "actorKind", "action", "detail") VALUES ('${actor}', 'client', 'test', '{}')`);
+        const [row] = await prisma.$queryRawUnsafe<{ n: number }[]>(`SELECT count(*) AS n FROM "AuditRecord" WHERE "actor" = '${actor}'`);
+        expect(Number(row?.n)).toBe(round + 1);
+      }
+    }
+  });
+
   it("raw statements run inside and outside transactions", async () => {
     const { prisma } = await axonClient();
     const inserted = await prisma.$transaction(async (tx) => {
