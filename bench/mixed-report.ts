@@ -51,6 +51,8 @@ export interface Baselines {
 export interface Report {
   settings: { seconds: number; warmup: number; chats: number; waves: number; listConcurrency: number; operationsConcurrency: number };
   setups: SetupResult[];
+  /** Setups that did not finish, with why. */
+  failures: string[];
   baselines: Baselines;
   rawInserts: Map<Provider, LoadResult & Measured>;
   startedAt: Date;
@@ -244,6 +246,7 @@ export function printReport(report: Report): void {
       }
     }
   }
+  for (const failure of report.failures) console.log(`${failure}.`);
   for (const setup of setups) {
     const match = setup.accepted === setup.operationRows ? "one row per accepted submit" : "NOT one row per accepted submit";
     console.log(`${setup.name}: ${setup.accepted} submits accepted (warm-up included), the database holds ${setup.operationRows} operations (${match}).`);

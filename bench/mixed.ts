@@ -138,6 +138,8 @@ try {
   let baselines: Baselines | undefined;
   const rawInserts = new Map<Provider, LoadResult & { cpuMicros: number; loadAverage: [number, number] }>();
   const results: SetupResult[] = [];
+  // A setup that fails (a replica that dies, say) is reported as such; the others' figures still print.
+  const failures: string[] = [];
   for (const setup of setups) {
     const setupCleanups: (() => Promise<void> | void)[] = [];
     try {
@@ -181,11 +183,15 @@ try {
       if (!rawInserts.has(setup.provider)) rawInserts.set(setup.provider, await measureRawInserts(setup.provider, database.url, scratch, setupCleanups));
       const rows = await countRows(setup.provider, database.url);
       results.push({ ...setup, phases, accepted: operations.accepted, operationRows: rows.operations });
+    } catch (error) {
+      failures.push(`${setup.name} failed: ${String(error)}`);
+      process.stderr.write(`  ${failures.at(-1)}\n`);
     } finally {
       for (const cleanup of setupCleanups.reverse()) await cleanup();
     }
   }
-  printReport({ settings, setups: results, baselines: baselines!, rawInserts, startedAt, loadAtStart, loadAtEnd: os.loadavg(), command: process.argv.slice(2).join(" ") });
+  if (!baselines) throw new Error(failures.join("\n"));
+  printReport({ settings, setups: results, failures, baselines, rawInserts, startedAt, loadAtStart, loadAtEnd: os.loadavg(), command: process.argv.slice(2).join(" ") });
 } finally {
   for (const cleanup of cleanups.reverse()) await cleanup();
 }

@@ -10,7 +10,9 @@ import { PrismaClient as SqlitePrismaClient } from "../../src/gen/prisma/sqlite/
 import { openDatabase, type PrismaClient } from "../../src/store/database.js";
 import { PrismaSqliteThread, type SqliteThreadOptions } from "../../src/store/sqlite/adapter.js";
 import { isStorageError, isStorageUnavailable } from "../../src/store/storage-errors.js";
+import { thrown } from "../support/thrown.js";
 import { within } from "../support/wait.js";
+import { operationRow } from "./operation-row.js";
 
 // The SQLite adapter whose better-sqlite3 connections live in a worker thread (src/store/sqlite/), on real files.
 
@@ -71,14 +73,6 @@ function audit(actor: string) {
   return { data: { actor, actorKind: "client", action: "test", detail: { actor } } };
 }
 
-async function thrown(work: () => Promise<unknown>): Promise<unknown> {
-  try {
-    await work();
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected a failure");
-}
 
 describe("statements off the event loop", () => {
   it("the event loop keeps turning while a write waits for another process's lock, and the write lands once it is released", async () => {
@@ -190,8 +184,8 @@ describe("transactions", () => {
 
   it("a batch is atomic: when its last statement fails, the first is undone", async () => {
     const { prisma } = await axonClient();
-    await prisma.operation.create({ data: operation("op-taken", "key-taken") });
-    const batch = prisma.$transaction([prisma.auditRecord.create(audit("batched")), prisma.operation.create({ data: operation("op-other", "key-taken") })]);
+    await prisma.operation.create({ data: operationRow("op-taken", "key-taken") });
+    const batch = prisma.$transaction([prisma.auditRecord.create(audit("batched")), prisma.operation.create({ data: operationRow("op-other", "key-taken") })]);
     await expect(batch).rejects.toMatchObject({ code: "P2002" });
     expect(await prisma.auditRecord.count({ where: { actor: "batched" } })).toBe(0);
   });
@@ -227,7 +221,7 @@ describe("the same data and errors as Prisma's own better-sqlite3 adapter", () =
     const thread = threadClient(file);
     const nonce = new Uint8Array([0, 1, 2, 253, 254, 255, 0, 7, 8, 9, 10, 11]);
     for (const [writer, suffix] of [[stock, "stock"], [thread, "thread"]] as const) {
-      await writer.operation.create({ data: { ...operation(`op-${suffix}`), terminalAt: new Date("2026-01-02T03:04:05.678Z"), result: { n: 1.5, list: [true, null] } } });
+      await writer.operation.create({ data: { ...operationRow(`op-${suffix}`), terminalAt: new Date("2026-01-02T03:04:05.678Z"), result: { n: 1.5, list: [true, null] } } });
       await writer.sealedPayload.create({
         data: { id: `sealed-${suffix}`, clientId: "c", digest: "d", size: 12, nonce, ciphertext: Buffer.from("secret"), expiresAt: new Date(86_400_000) },
       });
@@ -257,11 +251,11 @@ describe("the same data and errors as Prisma's own better-sqlite3 adapter", () =
     const file = await migratedFile();
     const stock = await stockClient(file);
     const thread = threadClient(file);
-    await stock.operation.create({ data: operation("op-1", "key-1") });
+    await stock.operation.create({ data: operationRow("op-1", "key-1") });
     const failures = (prisma: PrismaClient) =>
       Promise.all([
-        thrown(() => prisma.operation.create({ data: operation("op-2", "key-1") })),
-        thrown(() => prisma.operation.create({ data: operation("op-1", "key-other") })),
+        thrown(() => prisma.operation.create({ data: operationRow("op-2", "key-1") })),
+        thrown(() => prisma.operation.create({ data: operationRow("op-1", "key-other") })),
         thrown(() => prisma.transferChunk.create({ data: { streamId: "no-such-stream", index: 0, data: new Uint8Array([1]) } })),
         thrown(() => prisma.$executeRawUnsafe(`INSERT INTO "Operation" ("id") VALUES ('op-null')`)),
         thrown(() => prisma.$queryRawUnsafe(`SELECT * FROM "NoSuchTable"`)),
@@ -327,19 +321,3 @@ describe("the thread's life", () => {
   });
 });
 
-function operation(id: string, idempotencyKey = id) {
-  return {
-    id,
-    clientId: "client-a",
-    idempotencyKey,
-    requestHash: "ab".repeat(32),
-    operation: "http.request",
-    target: { url: "https://example.test/a" },
-    arguments: { retries: 2, ratio: 0.5 },
-    reason: "because",
-    state: "pending",
-    revision: 1,
-    presentationTitle: "Fetch a",
-    presentationSummary: "GET https://example.test/a",
-  };
-}
