@@ -20,9 +20,9 @@ export interface SqliteThreadOptions {
   /** Prepared statements kept per connection (default 256). */
   statementCacheSize?: number;
   /**
-   * How long the event loop may block waiting for one step of a transaction (its BEGIN, each statement; default
-   * 2 ms). A transaction holds the one writer, so a step that waited for a turn of a busy loop would hold up every
-   * other writer with it; past this bound the step goes on without blocking.
+   * How long the event loop may block waiting for the reply to one statement of a transaction (default 2 ms; the
+   * first also waits for the writer). A transaction holds the one writer, so a step that waited for a turn of a busy
+   * loop would hold up every other writer with it; past this bound the step goes on without blocking.
    */
   transactionStepMaxBlockMs?: number;
   /** The thread's JavaScript heap limit (default Node's): rows past it end the thread, not the process. */
