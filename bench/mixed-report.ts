@@ -7,7 +7,7 @@ import type { ServerSample } from "./server-process.js";
 
 /* The Markdown `npm run bench:load` prints: the baselines, each kind of traffic by setup and phase, the servers. */
 
-export type PhaseName = "List alone" | "chats alone" | "operations alone" | "all three at once";
+export type PhaseName = "List alone" | "chats alone" | "operations alone" | "List and operations" | "chats and operations" | "all three at once";
 type LoopResult = Omit<LoadResult, "clientCores">;
 
 export interface PhaseResult {
@@ -51,6 +51,8 @@ export interface Baselines {
 export interface Report {
   settings: { seconds: number; warmup: number; chats: number; waves: number; listConcurrency: number; operationsConcurrency: number };
   setups: SetupResult[];
+  /** Setups that did not finish, with why. */
+  failures: string[];
   baselines: Baselines;
   rawInserts: Map<Provider, LoadResult & Measured>;
   startedAt: Date;
@@ -172,7 +174,7 @@ export function printReport(report: Report): void {
   for (const setup of setups) {
     for (const phase of setup.phases) {
       const cores = phase.servers.map((server) => ((server.after.cpuMicros - server.before.cpuMicros) / 1e6 / phase.seconds).toFixed(2)).join(" / ");
-      const perRequest = phase.name === "all three at once" ? "–" : `${cpuPerRequest(phase).toFixed(0)} per ${unitOf(phase)}`;
+      const perRequest = kindsOf(phase) > 1 ? "–" : `${cpuPerRequest(phase).toFixed(0)} per ${unitOf(phase)}`;
       const rss = phase.servers.map((server) => `${mb(server.before.rssBytes)} → ${mb(server.after.peakRssBytes)}`).join(" / ");
       const heap = phase.servers.map((server) => mb(server.after.peakHeapUsedBytes)).join(" / ");
       const delay = phase.servers
@@ -185,6 +187,27 @@ export function printReport(report: Report): void {
           `${(phase.benchCpuMicros / 1e6 / phase.seconds).toFixed(2)} | ${rss} | ${heap} | ${delay} | ${range(phase.loadAverage)} |`,
       );
     }
+  }
+  console.log("");
+
+  console.log("With operations at full rate (List, then chats, each beside the operations loop, against each alone, same setup):");
+  console.log("");
+  console.log("| Setup | List p50 | List p99 | chat first message p50 | p99 | whole chat p50 | p99 | operation p50, beside List | beside chats |");
+  console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+  for (const setup of setups) {
+    const phase = (name: PhaseName) => setup.phases.find((candidate) => candidate.name === name)!;
+    const [list, chats, operations] = [phase("List alone"), phase("chats alone"), phase("operations alone")];
+    const [listBeside, chatsBeside] = [phase("List and operations"), phase("chats and operations")];
+    const first = (result: PhaseResult) => latencies(result.chats!.timings.map((timing) => timing.firstMessageMs));
+    const whole = (result: PhaseResult) => latencies(result.chats!.timings.map((timing) => timing.totalMs));
+    const [listAlone, listWith] = [latencies(list.list!.latenciesMs), latencies(listBeside.list!.latenciesMs)];
+    const operationAlone = latencies(operations.operations!.latenciesMs).p50;
+    console.log(
+      `| ${setup.name} | ${times(listWith.p50, listAlone.p50)} | ${times(listWith.p99, listAlone.p99)} | ` +
+        `${times(first(chatsBeside).p50, first(chats).p50)} | ${times(first(chatsBeside).p99, first(chats).p99)} | ` +
+        `${times(whole(chatsBeside).p50, whole(chats).p50)} | ${times(whole(chatsBeside).p99, whole(chats).p99)} | ` +
+        `${times(latencies(listBeside.operations!.latenciesMs).p50, operationAlone)} | ${times(latencies(chatsBeside.operations!.latenciesMs).p50, operationAlone)} |`,
+    );
   }
   console.log("");
 
@@ -223,6 +246,7 @@ export function printReport(report: Report): void {
       }
     }
   }
+  for (const failure of report.failures) console.log(`${failure}.`);
   for (const setup of setups) {
     const match = setup.accepted === setup.operationRows ? "one row per accepted submit" : "NOT one row per accepted submit";
     console.log(`${setup.name}: ${setup.accepted} submits accepted (warm-up included), the database holds ${setup.operationRows} operations (${match}).`);
@@ -243,6 +267,11 @@ function serverCpu(phase: PhaseResult): number {
 function cpuPerRequest(phase: PhaseResult): number {
   const requests = phase.list?.requests ?? phase.chats?.timings.length ?? phase.operations?.requests ?? Number.NaN;
   return serverCpu(phase) / requests;
+}
+
+/** How many kinds of traffic a phase ran. */
+function kindsOf(phase: PhaseResult): number {
+  return [phase.list, phase.chats, phase.operations].filter((kind) => kind !== undefined).length;
 }
 
 function unitOf(phase: PhaseResult): string {

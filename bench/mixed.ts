@@ -22,9 +22,10 @@ import { startServerProcess, type ServerProcess, type ServerSample } from "./ser
 /*
  * `npm run bench:load`: mixed traffic against Axon: List over gRPC, crowds of streaming chats all open at once
  * against the scripted LLM, and Agent Operations (submit an agent.chat, long-poll it to its end). Each kind runs
- * alone, then all three at once, on SQLite with one replica and on PostgreSQL with one and two replicas (two Axon
- * processes on one fresh database, the load split between them). The bare baselines of the earlier benches run in
- * the same run: the bare grpc-js List server, the bare chat replay, raw SQL inserts of a submit's rows.
+ * alone, List and chats each beside operations at full rate, then all three at once, on SQLite with one replica and
+ * on PostgreSQL with one and two replicas (two Axon processes on one fresh database, the load split between them).
+ * The bare baselines of the earlier benches run in the same run: the bare grpc-js List server, the bare chat replay,
+ * raw SQL inserts of a submit's rows.
  * Every server is its own process; this one only generates load. Prints Markdown for docs/benchmarks.md.
  */
 
@@ -137,6 +138,8 @@ try {
   let baselines: Baselines | undefined;
   const rawInserts = new Map<Provider, LoadResult & { cpuMicros: number; loadAverage: [number, number] }>();
   const results: SetupResult[] = [];
+  // A setup that fails (a replica that dies, say) is reported as such; the others' figures still print.
+  const failures: string[] = [];
   for (const setup of setups) {
     const setupCleanups: (() => Promise<void> | void)[] = [];
     try {
@@ -173,16 +176,22 @@ try {
       phases.push(await phase("List alone", { list: true }));
       phases.push(await phase("chats alone", { chats: true }));
       phases.push(await phase("operations alone", { operations: true }));
+      phases.push(await phase("List and operations", { list: true, operations: true }));
+      phases.push(await phase("chats and operations", { chats: true, operations: true }));
       phases.push(await phase("all three at once", { list: true, chats: true, operations: true }));
 
       if (!rawInserts.has(setup.provider)) rawInserts.set(setup.provider, await measureRawInserts(setup.provider, database.url, scratch, setupCleanups));
       const rows = await countRows(setup.provider, database.url);
       results.push({ ...setup, phases, accepted: operations.accepted, operationRows: rows.operations });
+    } catch (error) {
+      failures.push(`${setup.name} failed: ${String(error)}`);
+      process.stderr.write(`  ${failures.at(-1)}\n`);
     } finally {
       for (const cleanup of setupCleanups.reverse()) await cleanup();
     }
   }
-  printReport({ settings, setups: results, baselines: baselines!, rawInserts, startedAt, loadAtStart, loadAtEnd: os.loadavg(), command: process.argv.slice(2).join(" ") });
+  if (!baselines) throw new Error(failures.join("\n"));
+  printReport({ settings, setups: results, failures, baselines, rawInserts, startedAt, loadAtStart, loadAtEnd: os.loadavg(), command: process.argv.slice(2).join(" ") });
 } finally {
   for (const cleanup of cleanups.reverse()) await cleanup();
 }

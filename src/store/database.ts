@@ -2,13 +2,14 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { PrismaBetterSqlite3 } from "@prisma/adapter-better-sqlite3";
 import { PrismaPg } from "@prisma/adapter-pg";
-import type { SqlMigrationAwareDriverAdapterFactory } from "@prisma/driver-adapter-utils";
+import type { SqlDriverAdapterFactory, SqlMigrationAwareDriverAdapterFactory } from "@prisma/driver-adapter-utils";
 import pg from "pg";
 import { PrismaClient as PostgresPrismaClient } from "../gen/prisma/postgres/client.js";
 import { PrismaClient as SqlitePrismaClient } from "../gen/prisma/sqlite/client.js";
 import type { Logger } from "../logger.js";
 import { applyMigrations } from "./migrate.js";
 import { migrationsDirectory, type Provider } from "./schema-files.js";
+import { PrismaSqliteThread } from "./sqlite/adapter.js";
 
 /**
  * The client the store programs against. Both generated clients share one model API; the SQLite one is the common
@@ -38,7 +39,7 @@ export interface Database {
 }
 
 export interface OpenDatabaseOptions {
-  logger?: Pick<Logger, "info">;
+  logger?: Pick<Logger, "info"> & Partial<Pick<Logger, "error">>;
 }
 
 /** Waits this long on a locked SQLite file (another connection writing) before failing. */
@@ -63,7 +64,7 @@ export function defaultDatabaseUrl(dataDir: string): string {
 export async function openDatabase(databaseUrl: string, options: OpenDatabaseOptions = {}): Promise<Database> {
   const provider = providerOf(databaseUrl);
   const { logger } = options;
-  const target = provider === "sqlite" ? sqliteTarget(databaseUrl) : postgresTarget(databaseUrl);
+  const target = provider === "sqlite" ? sqliteTarget(databaseUrl, logger) : postgresTarget(databaseUrl);
 
   const appliedMigrations = await target.migrate(() => applyMigrations(target.migrationAdapter(), migrationsDirectory(provider)));
   logger?.info(
@@ -96,37 +97,46 @@ interface Target {
   /** Runs the migration step, excluding other processes doing the same. */
   migrate(apply: () => Promise<string[]>): Promise<string[]>;
   migrationAdapter(): SqlMigrationAwareDriverAdapterFactory;
-  clientAdapter(): SqlMigrationAwareDriverAdapterFactory;
+  clientAdapter(): SqlDriverAdapterFactory;
 }
 
-function sqliteTarget(databaseUrl: string): Target {
+function sqliteTarget(databaseUrl: string, logger: OpenDatabaseOptions["logger"]): Target {
   const [location = ""] = databaseUrl.slice("file:".length).split("?");
   // Every connection to ":memory:" is a new database: the migrated one would not be the one the client sees.
   if (location === "" || location === ":memory:") throw new Error("DATABASE_URL must name an SQLite file (file:<path>)");
   const file = path.resolve(location);
   mkdirSync(path.dirname(file), { recursive: true });
-  const adapter = (): SqlMigrationAwareDriverAdapterFactory => withPragmas(new PrismaBetterSqlite3({ url: file, timeout: sqliteBusyTimeoutMs }));
   return {
     description: file,
     // SQLite serializes writers itself; the engine applies each migration in a transaction.
     migrate: (apply) => apply(),
-    migrationAdapter: adapter,
-    clientAdapter: adapter,
+    // Migrations run once, before anything is served, on one connection the engine locks exclusively: on the event
+    // loop through Prisma's own adapter, which saves starting a thread for them.
+    migrationAdapter: () => withPragmas(new PrismaBetterSqlite3({ url: file, timeout: sqliteBusyTimeoutMs })),
+    // Requests go through a worker thread (src/store/sqlite/), so statements and commits never stall the event loop.
+    clientAdapter: () =>
+      new PrismaSqliteThread({
+        file,
+        busyTimeoutMs: sqliteBusyTimeoutMs,
+        pragmas: sqlitePragmas,
+        onThreadExit: (error) => logger?.error?.({ err: error, database: file }, "the SQLite thread died; the requests it held failed, the next one starts another"),
+      }),
   };
 }
 
 /**
- * Every SQLite connection: WAL, so readers never wait for the writer (a property of the file, set again harmlessly),
- * and foreign keys enforced, which SQLite leaves off per connection and the adapter does not turn on.
+ * Every SQLite connection that writes: WAL, so readers never wait for the writer (a property of the file, set again
+ * harmlessly), and foreign keys enforced, which SQLite leaves off per connection.
  */
+const sqlitePragmas = "PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON;";
+
 function withPragmas(factory: PrismaBetterSqlite3): SqlMigrationAwareDriverAdapterFactory {
-  const pragmas = "PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON;";
   return {
     provider: factory.provider,
     adapterName: factory.adapterName,
     connect: async () => {
       const adapter = await factory.connect();
-      await adapter.executeScript(pragmas);
+      await adapter.executeScript(sqlitePragmas);
       return adapter;
     },
     connectToShadowDb: () => factory.connectToShadowDb(),

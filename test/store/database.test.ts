@@ -5,6 +5,7 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { defaultDatabaseUrl, openDatabase, Prisma, redact, type Database } from "../../src/store/database.js";
 import { createPostgresDatabase, queryPostgres, type TestDatabase } from "../support/postgres-database.js";
+import { operationRow } from "./operation-row.js";
 
 let dataDir: string;
 beforeAll(async () => {
@@ -22,22 +23,6 @@ afterEach(async () => {
   await Promise.all(opened.splice(0).map((database) => database.close()));
 });
 
-function operation(id: string, idempotencyKey = id) {
-  return {
-    id,
-    clientId: "client-a",
-    idempotencyKey,
-    requestHash: "ab".repeat(32),
-    operation: "http.request",
-    target: { url: "https://example.test/a", headers: { accept: ["json"] } },
-    arguments: { body: null, retries: 2, nested: { ok: true, ratio: 0.5 } },
-    reason: "because",
-    state: "pending",
-    revision: 1,
-    presentationTitle: "Fetch a",
-    presentationSummary: "GET https://example.test/a",
-  };
-}
 
 describe("opening the default SQLite database", () => {
   it("creates the data directory and the file, and applies every migration", async () => {
@@ -120,24 +105,24 @@ describe.each([
   afterAll(() => database?.close());
 
   it("creates an operation and reads back its JSON columns as written", async () => {
-    const created = await database.prisma.operation.create({ data: operation("op-json") });
+    const created = await database.prisma.operation.create({ data: operationRow("op-json") });
     expect(created.createdAt).toBeInstanceOf(Date);
     const read = await database.prisma.operation.findUniqueOrThrow({ where: { id: "op-json" } });
-    expect(read.target).toEqual(operation("op-json").target);
-    expect(read.arguments).toEqual(operation("op-json").arguments);
+    expect(read.target).toEqual(operationRow("op-json").target);
+    expect(read.arguments).toEqual(operationRow("op-json").arguments);
     expect(read.result).toBeNull();
   });
 
   it("refuses a second operation with the same (client, idempotency key) as P2002", async () => {
-    await database.prisma.operation.create({ data: operation("op-first", "key-1") });
-    const duplicate = database.prisma.operation.create({ data: operation("op-second", "key-1") });
+    await database.prisma.operation.create({ data: operationRow("op-first", "key-1") });
+    const duplicate = database.prisma.operation.create({ data: operationRow("op-second", "key-1") });
     await expect(duplicate).rejects.toBeInstanceOf(Prisma.PrismaClientKnownRequestError);
     await expect(duplicate).rejects.toMatchObject({ code: "P2002" });
     expect(await database.prisma.operation.count({ where: { idempotencyKey: "key-1" } })).toBe(1);
   });
 
   it("compare-and-swaps on revision", async () => {
-    await database.prisma.operation.create({ data: operation("op-cas") });
+    await database.prisma.operation.create({ data: operationRow("op-cas") });
     const won = await database.prisma.operation.updateMany({ where: { id: "op-cas", revision: 1 }, data: { state: "approved", revision: 2 } });
     const lost = await database.prisma.operation.updateMany({ where: { id: "op-cas", revision: 1 }, data: { state: "denied", revision: 2 } });
     expect([won.count, lost.count]).toEqual([1, 0]);

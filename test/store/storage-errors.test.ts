@@ -9,6 +9,7 @@ import { errorInfoOf, statusJson, toConnectError } from "../../src/server/status
 import { openDatabase, type Database } from "../../src/store/database.js";
 import { isStorageError, isStorageUnavailable } from "../../src/store/storage-errors.js";
 import { createPostgresDatabase, type TestDatabase } from "../support/postgres-database.js";
+import { thrown } from "../support/thrown.js";
 
 // Real errors from the real drivers: a port nobody listens on, sockets that close or never answer, a backend
 // terminated by the server. (Stopping a whole server is test/e2e/postgres-restart.test.ts's job.)
@@ -31,14 +32,6 @@ async function fakeServer(onConnection: (socket: net.Socket) => void) {
   };
 }
 
-async function thrown(work: () => Promise<unknown>): Promise<unknown> {
-  try {
-    await work();
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected a failure");
-}
 
 describe("storage errors", () => {
   let closedPort: number;

@@ -1,0 +1,9 @@
+/** What `work` rejects with; fails the test if it resolves. */
+export async function thrown(work: () => Promise<unknown>): Promise<unknown> {
+  try {
+    await work();
+  } catch (error) {
+    return error;
+  }
+  throw new Error("expected a failure");
+}
