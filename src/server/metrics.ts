@@ -1,4 +1,13 @@
+import { Code } from "@connectrpc/connect";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { Protocol } from "./context.js";
+
+/** The metrics of one route on one protocol, bound to their label values once: a call only counts. */
+export interface RouteMetrics {
+  finished(code: Code, seconds: number): void;
+  streamOpened(): void;
+  streamClosed(): void;
+}
 
 /** Prometheus metrics of one server instance (its own registry, so several servers can share a process). */
 export class Metrics {
@@ -26,7 +35,41 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  private readonly routes = new Map<string, RouteMetrics>();
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: "axon_" });
   }
+
+  forRoute(route: string, protocol: Protocol): RouteMetrics {
+    const key = `${protocol} ${route}`;
+    let bound = this.routes.get(key);
+    if (bound === undefined) {
+      bound = this.bind(route, protocol);
+      this.routes.set(key, bound);
+    }
+    return bound;
+  }
+
+  private bind(route: string, protocol: Protocol): RouteMetrics {
+    const latency = this.latency.labels(route, protocol);
+    const streams = this.streamsInFlight.labels(route, protocol);
+    const byCode = new Map<Code, ReturnType<Counter["labels"]>>();
+    return {
+      finished: (code, seconds) => {
+        let requests = byCode.get(code);
+        if (requests === undefined) {
+          requests = this.requests.labels(route, protocol, code === okCode ? "OK" : Code[code]);
+          byCode.set(code, requests);
+        }
+        requests.inc();
+        latency.observe(seconds);
+      },
+      streamOpened: () => streams.inc(),
+      streamClosed: () => streams.dec(),
+    };
+  }
 }
+
+/** google.rpc.Code OK, which connect's Code enum leaves out. */
+export const okCode = 0 as Code;

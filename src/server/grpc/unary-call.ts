@@ -1,0 +1,120 @@
+import http2 from "node:http2";
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { acceptsGzip, gzip, compressMinBytes } from "../compression.js";
+import type { CallPipeline } from "../pipeline/call-pipeline.js";
+import { headerIn, toHeaders, urlOf } from "../http-request.js";
+import { DirectCall } from "../pipeline/direct-call.js";
+import { requestUndecodable } from "../request-body.js";
+import { visibleHeaders } from "../response-headers.js";
+import type { ResolvedMethod } from "../rpc-methods.js";
+import { frameMessage, UnaryMessageReader } from "./message-frames.js";
+import { grpcStatusHeaders } from "./status-headers.js";
+import { parseGrpcTimeout } from "../deadlines.js";
+
+export interface GrpcUnaryOptions {
+  pipeline: CallPipeline;
+  maxRequestBytes: number;
+  shutdownSignal: AbortSignal;
+}
+
+const contentType = "application/grpc";
+
+/**
+ * Whether an HTTP/2 stream is a gRPC request this path serves: POST, protobuf, no compression or gzip. Everything else
+ * of gRPC (the JSON codec, other compressions) stays with connect-node, like streams.
+ */
+export function isPlainGrpc(headers: http2.IncomingHttpHeaders): boolean {
+  const type = headers["content-type"];
+  const encoding = headers["grpc-encoding"];
+  return (
+    headers[":method"] === "POST" &&
+    (type === contentType || type === "application/grpc+proto") &&
+    (encoding === undefined || encoding === "identity" || encoding === "gzip")
+  );
+}
+
+/**
+ * One unary gRPC call, framed on the HTTP/2 stream itself: the pipeline opens it on the headers, the one message is
+ * read and decoded, the implementation answers, and the answer goes out as headers, one message and trailers (or, for
+ * a failure, a trailers-only response). A reset stream cancels the call.
+ */
+export function serveGrpcUnary(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, target: ResolvedMethod, options: GrpcUnaryOptions): void {
+  const { method } = target.spec;
+  const header = (name: string): string | undefined => headerIn(headers, name);
+  const call = options.pipeline.begin({ method, protocol: "grpc", header, pathAgentName: target.pathAgentName });
+  let answered = false;
+  let context: DirectCall | undefined;
+
+  const fail = (error: unknown): void => {
+    const status = call.finish(error) ?? new ConnectError("internal error", Code.Internal);
+    context?.end();
+    if (answered) return;
+    answered = true;
+    if (stream.destroyed) return;
+    stream.respond({ ":status": 200, "content-type": contentType, "x-request-id": call.requestId, ...grpcStatusHeaders(status) }, { endStream: true });
+    // A request refused before its end may still be arriving: stop it instead of reading it.
+    if (!stream.readableEnded) stream.close(http2.constants.NGHTTP2_NO_ERROR);
+  };
+  // A reset stream errors too; "close" (below) is where that ends the call.
+  stream.on("error", () => {});
+  stream.once("close", () => {
+    if (!answered) fail(new ConnectError("the client cancelled the call", Code.Canceled));
+  });
+  if (call.refusal !== undefined) return fail(call.refusal);
+
+  try {
+    context = new DirectCall({
+      spec: target.spec,
+      values: call.values,
+      protocolName: "grpc",
+      requestMethod: "POST",
+      url: () => urlOf(headers, header(":path") ?? "/"),
+      requestHeader: () => toHeaders(headers),
+      timeoutMs: parseGrpcTimeout(header("grpc-timeout")),
+      shutdownSignal: options.shutdownSignal,
+      onAbort: fail,
+    });
+  } catch (error) {
+    return fail(error);
+  }
+  const directCall = context;
+  const reader = new UnaryMessageReader(options.maxRequestBytes, header("grpc-encoding") === "gzip" ? "gzip" : "identity");
+  stream.on("data", (chunk: Buffer) => {
+    if (answered) return;
+    try {
+      reader.push(chunk);
+    } catch (error) {
+      fail(error);
+    }
+  });
+  stream.once("end", () => {
+    if (!answered) answer().catch(fail);
+  });
+
+  async function answer(): Promise<void> {
+    const bytes = await reader.message();
+    let request;
+    try {
+      request = fromBinary(method.input, bytes);
+    } catch {
+      throw requestUndecodable();
+    }
+    const response = toBinary(method.output, await directCall.unary(request));
+    if (answered) return;
+    const gzipped = acceptsGzip(header("grpc-accept-encoding")) && response.byteLength >= compressMinBytes;
+    const frame = frameMessage(gzipped ? await gzip(response) : response, gzipped);
+    if (answered) return;
+    answered = true;
+    call.finish();
+    directCall.end();
+    if (stream.destroyed) return;
+    const { header: sentHeader, trailer } = directCall.sentHeaders;
+    const head: http2.OutgoingHttpHeaders = visibleHeaders({ "content-type": contentType, "x-request-id": call.requestId }, sentHeader);
+    head[":status"] = 200;
+    if (gzipped) head["grpc-encoding"] = "gzip";
+    stream.respond(head, { waitForTrailers: true });
+    stream.once("wantTrailers", () => stream.sendTrailers(grpcStatusHeaders(undefined, trailer)));
+    stream.end(frame);
+  }
+}
