@@ -12,10 +12,10 @@ import { notFound } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { McpHandler } from "../mcp/http-transport.js";
 import { serviceAuthenticator } from "./authenticate.js";
-import { connectUnaryCodec, serveConnectUnary } from "./connect/unary-call.js";
+import { connectUnaryRoute } from "./connect/unary-call.js";
 import { pathAgentNameKey, protocolKey, type Protocol } from "./context.js";
 import { restServices } from "./descriptors.js";
-import { isPlainGrpc, serveGrpcUnary } from "./grpc/unary-call.js";
+import { grpcUnaryRoute } from "./grpc/unary-call.js";
 import { listen, type HttpRequest, type HttpResponse, type Listener } from "./listener.js";
 import { Metrics } from "./metrics.js";
 import { serveOperatorEvents } from "./operator-events.js";
@@ -79,6 +79,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
   for (const { service, implementation } of implementations) router.service(service, implementation);
   const connectHandlers = new Map<string, UniversalHandler>(router.handlers.map((handler) => [handler.requestPath, handler]));
 
+  const connectUnary = connectUnaryRoute(direct);
   const rest = createRestTranscoder({ services: restServices, methods, ...direct });
   const webConsole = serveWebConsole();
   const transferRoutes = createTransferRoutes({ transfers: options.operations.transfers, clients: options.operations.principals.clients, logger });
@@ -130,8 +131,8 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
 
     const rpc = methods.resolve(path);
     if (rpc) {
-      const codec = rpc.spec.kind === "unary" ? connectUnaryCodec(req) : undefined;
-      if (codec) return serveConnectUnary(req, res, rpc, codec, direct);
+      const served = connectUnary(req, res, rpc);
+      if (served) return served;
       const values = createContextValues();
       values.set(protocolKey, protocolOf(req.headers["content-type"]));
       if (rpc.pathAgentName !== undefined) values.set(pathAgentNameKey, rpc.pathAgentName);
@@ -157,13 +158,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
   };
 
   // Unary gRPC is served on the HTTP/2 stream itself; everything else of HTTP/2 reaches `handler`.
-  const onHttp2Stream: Parameters<typeof listen>[1]["onHttp2Stream"] = (stream, headers) => {
-    if (!isPlainGrpc(headers)) return false;
-    const rpc = methods.resolve(headers[":path"] ?? "");
-    if (rpc?.spec.kind !== "unary") return false;
-    serveGrpcUnary(stream, headers, rpc, direct);
-    return true;
-  };
+  const onHttp2Stream = grpcUnaryRoute(methods, direct);
 
   const listenOn = [config.httpPort, config.grpcPort].filter((port, index) => index === 0 || port > 0);
   const listeners: Listener[] = [];

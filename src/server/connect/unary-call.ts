@@ -17,15 +17,22 @@ export interface ConnectUnaryOptions {
   shutdownSignal: AbortSignal;
 }
 
-export type ConnectCodec = "json" | "proto";
+type ConnectCodec = "json" | "proto";
 
 const jsonContentType = /^application\/json(?:; ?charset=utf-?8)?$/i;
 
 /**
- * The codec of a Connect unary request this path serves: POST, JSON or protobuf, identity or gzip. Everything else of
- * Connect (GET, other compressions, streams) stays with connect-node.
+ * The Connect fast path: serves a request for an RPC method when it is a Connect unary call it speaks (POST, JSON or
+ * protobuf, identity or gzip), and declines (undefined) anything else: GET, other compressions, streams, gRPC-Web.
  */
-export function connectUnaryCodec(req: IncomingRequest): ConnectCodec | undefined {
+export function connectUnaryRoute(options: ConnectUnaryOptions): (req: IncomingRequest, res: HttpResponse, rpc: ResolvedMethod) => Promise<void> | undefined {
+  return (req, res, rpc) => {
+    const codec = rpc.spec.kind === "unary" ? codecOf(req) : undefined;
+    return codec && serveConnectUnary(req, res, rpc, codec, options);
+  };
+}
+
+function codecOf(req: IncomingRequest): ConnectCodec | undefined {
   if (req.method !== "POST") return undefined;
   const encoding = req.headers["content-encoding"];
   if (encoding !== undefined && encoding !== "identity" && encoding !== "gzip") return undefined;
@@ -39,7 +46,7 @@ export function connectUnaryCodec(req: IncomingRequest): ConnectCodec | undefine
  * message in the request's codec, and the answer is the response message with HTTP 200, or the Connect error JSON with
  * the code's HTTP status. Response headers travel as headers, trailers as `trailer-` headers.
  */
-export async function serveConnectUnary(req: IncomingRequest, res: HttpResponse, target: ResolvedMethod, codec: ConnectCodec, options: ConnectUnaryOptions): Promise<void> {
+async function serveConnectUnary(req: IncomingRequest, res: HttpResponse, target: ResolvedMethod, codec: ConnectCodec, options: ConnectUnaryOptions): Promise<void> {
   const { method } = target.spec;
   const header = (name: string): string | undefined => headerIn(req.headers, name);
   const call = options.pipeline.begin({ method, protocol: "connect", header, pathAgentName: target.pathAgentName });

@@ -7,7 +7,8 @@ import { headerIn, toHeaders, urlOf } from "../http-request.js";
 import { DirectCall } from "../pipeline/direct-call.js";
 import { requestUndecodable } from "../request-body.js";
 import { visibleHeaders } from "../response-headers.js";
-import type { ResolvedMethod } from "../rpc-methods.js";
+import type { Http2StreamHandler } from "../listener.js";
+import type { ResolvedMethod, RpcMethods } from "../rpc-methods.js";
 import { frameMessage, UnaryMessageReader } from "./message-frames.js";
 import { grpcStatusHeaders } from "./status-headers.js";
 import { parseGrpcTimeout } from "../deadlines.js";
@@ -21,10 +22,21 @@ export interface GrpcUnaryOptions {
 const contentType = "application/grpc";
 
 /**
- * Whether an HTTP/2 stream is a gRPC request this path serves: POST, protobuf, no compression or gzip. Everything else
- * of gRPC (the JSON codec, other compressions) stays with connect-node, like streams.
+ * The gRPC fast path as the listener's HTTP/2 stream handler: it takes the unary calls it serves and leaves every other
+ * stream (gRPC streams, the JSON codec, other compressions, everything not gRPC) to the request handler.
  */
-export function isPlainGrpc(headers: http2.IncomingHttpHeaders): boolean {
+export function grpcUnaryRoute(methods: RpcMethods, options: GrpcUnaryOptions): Http2StreamHandler {
+  return (stream, headers) => {
+    if (!isPlainGrpc(headers)) return false;
+    const rpc = methods.resolve(headers[":path"] ?? "");
+    if (rpc?.spec.kind !== "unary") return false;
+    serveGrpcUnary(stream, headers, rpc, options);
+    return true;
+  };
+}
+
+// POST, protobuf, no compression or gzip.
+function isPlainGrpc(headers: http2.IncomingHttpHeaders): boolean {
   const type = headers["content-type"];
   const encoding = headers["grpc-encoding"];
   return (
@@ -39,7 +51,7 @@ export function isPlainGrpc(headers: http2.IncomingHttpHeaders): boolean {
  * read and decoded, the implementation answers, and the answer goes out as headers, one message and trailers (or, for
  * a failure, a trailers-only response). A reset stream cancels the call.
  */
-export function serveGrpcUnary(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, target: ResolvedMethod, options: GrpcUnaryOptions): void {
+function serveGrpcUnary(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, target: ResolvedMethod, options: GrpcUnaryOptions): void {
   const { method } = target.spec;
   const header = (name: string): string | undefined => headerIn(headers, name);
   const call = options.pipeline.begin({ method, protocol: "grpc", header, pathAgentName: target.pathAgentName });
@@ -59,7 +71,11 @@ export function serveGrpcUnary(stream: http2.ServerHttp2Stream, headers: http2.I
   // A reset stream errors too; "close" (below) is where that ends the call.
   stream.on("error", () => {});
   stream.once("close", () => {
-    if (!answered) fail(new ConnectError("the client cancelled the call", Code.Canceled));
+    if (answered) return;
+    const cancelled = new ConnectError("the client cancelled the call", Code.Canceled);
+    // Through the call's context, so that the implementation's signal aborts too.
+    if (context) context.abort(cancelled);
+    else fail(cancelled);
   });
   if (call.refusal !== undefined) return fail(call.refusal);
 
