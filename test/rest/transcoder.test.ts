@@ -14,6 +14,7 @@ import { CallPipeline } from "../../src/server/pipeline/call-pipeline.js";
 import { createRestTranscoder } from "../../src/server/rest/transcoder.js";
 import { implement } from "../../src/server/routes.js";
 import { RpcMethods } from "../../src/server/rpc-methods.js";
+import { answerBeforeBody } from "../support/early-answer.js";
 import { libraryService } from "./library-service.js";
 
 const maxRequestBytes = 2048;
@@ -174,16 +175,7 @@ describe("REST transcoding, straight to the service implementation", () => {
   });
 
   it("a call refused on its headers is answered before its body is read, and the connection closed", async () => {
-    // Headers and the start of a 1 MB body: the 401 must come while the rest has not been sent.
-    const { status, connection } = await new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
-      const request = http.request(`${base}/v1/shelves/s1/books/b1`, { method: "PATCH", headers: { "content-length": String(1_000_000) } }, (response) => {
-        response.resume();
-        resolve({ status: response.statusCode!, connection: response.headers.connection });
-        request.destroy();
-      });
-      request.on("error", (error) => (request.destroyed ? undefined : reject(error)));
-      request.write("{");
-    });
+    const { status, connection } = await answerBeforeBody(`${base}/v1/shelves/s1/books/b1`, { method: "PATCH" });
     expect(status).toBe(401);
     expect(connection).toBe("close");
     const allowed = await fetch(`${base}/v1/shelves/s1/books/b1`, { method: "PATCH", headers: { authorization: "Bearer let-me-in" }, body: "{}" });

@@ -1,44 +1,32 @@
-import http from "node:http";
 import zlib from "node:zlib";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { compressionGzip, createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AxonError, agentNotFound } from "../../src/errors.js";
+import { AxonError } from "../../src/errors.js";
 import { ErrorInfoSchema } from "../../src/gen/google/rpc/error_details_pb.js";
 import { AgentService } from "../../src/gen/neuro_san/api/grpc/agent_pb.js";
 import { ConciergeService } from "../../src/gen/neuro_san/api/grpc/concierge_pb.js";
 import { createLogger } from "../../src/logger.js";
-import { requestMetadataKey } from "../../src/server/context.js";
 import { connectUnaryRoute } from "../../src/server/connect/unary-call.js";
 import { listen, type Listener } from "../../src/server/listener.js";
 import { Metrics } from "../../src/server/metrics.js";
 import { CallPipeline } from "../../src/server/pipeline/call-pipeline.js";
 import { implement } from "../../src/server/routes.js";
 import { RpcMethods } from "../../src/server/rpc-methods.js";
+import { answerBeforeBody } from "../support/early-answer.js";
 import { until } from "../support/wait.js";
+import { instrumentedAgentService, type Seen } from "./instrumented-agent-service.js";
 
 // The Connect unary fast path on its own, over a real listener (HTTP/1.1 and h2c) and real connect-node clients.
 const maxRequestBytes = 4096;
-const seen = { metadata: [] as Record<string, string>[], signals: new Map<string, AbortSignal>() };
+const seen: Seen = { metadata: [], signals: new Map() };
 const logLines: Record<string, unknown>[] = [];
 let listener: Listener;
 let baseUrl: string;
 
 beforeAll(async () => {
   const methods = new RpcMethods([
-    implement(AgentService, {
-      function(request, context) {
-        seen.metadata.push(context.values.get(requestMetadataKey));
-        seen.signals.set(request.agentName, context.signal);
-        if (request.agentName === "hang") return new Promise(() => {});
-        if (request.agentName === "nobody") throw agentNotFound("nobody");
-        context.responseHeader.set("x-answered-by", "fast path");
-        context.responseTrailer.set("x-tally", "1");
-        return { function: { description: request.agentName === "long" ? "x".repeat(5000) : `I am ${request.agentName}` } };
-      },
-      connectivity: () => ({}),
-      async *streamingChat() {},
-    }),
+    implement(AgentService, instrumentedAgentService(seen)),
     implement(ConciergeService, { list: () => ({ agents: [] }) }),
   ]);
   const pipeline = new CallPipeline({
@@ -150,18 +138,9 @@ describe("Connect unary on the wire", () => {
   });
 
   it("a call refused on its headers is answered before its body is read, and the HTTP/1.1 connection closed", async () => {
-    const { status, connection } = await new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
-      const request = http.request(
-        `${baseUrl}/dev.cognizant_ai.neuro_san.api.grpc.concierge.ConciergeService/List`,
-        { method: "POST", headers: { "content-type": "application/json", "content-length": String(1_000_000) } },
-        (response) => {
-          response.resume();
-          resolve({ status: response.statusCode!, connection: response.headers.connection });
-          request.destroy();
-        },
-      );
-      request.on("error", (error) => (request.destroyed ? undefined : reject(error)));
-      request.write("{");
+    const { status, connection } = await answerBeforeBody(`${baseUrl}/dev.cognizant_ai.neuro_san.api.grpc.concierge.ConciergeService/List`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
     });
     expect(status).toBe(401);
     expect(connection).toBe("close");

@@ -3,11 +3,10 @@ import zlib from "node:zlib";
 import * as grpc from "@grpc/grpc-js";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AxonError, agentNotFound } from "../../src/errors.js";
+import { AxonError } from "../../src/errors.js";
 import { AgentService } from "../../src/gen/neuro_san/api/grpc/agent_pb.js";
 import { ConciergeService } from "../../src/gen/neuro_san/api/grpc/concierge_pb.js";
 import { createLogger } from "../../src/logger.js";
-import { requestMetadataKey } from "../../src/server/context.js";
 import { grpcUnaryRoute } from "../../src/server/grpc/unary-call.js";
 import { listen, type Listener } from "../../src/server/listener.js";
 import { Metrics } from "../../src/server/metrics.js";
@@ -19,31 +18,19 @@ import { Status } from "../gen/google/rpc/status.js";
 import { AgentServiceClient, FunctionRequest, FunctionResponse } from "../gen/neuro_san/api/grpc/agent.js";
 import { ConciergeServiceClient, ConciergeRequest, ConciergeResponse } from "../gen/neuro_san/api/grpc/concierge.js";
 import { until } from "../support/wait.js";
+import { instrumentedAgentService, type Seen } from "./instrumented-agent-service.js";
 
 // The gRPC fast path on its own, over a real listener and real grpc-js clients, with implementations that can hang,
 // fail and report what they saw.
 const maxRequestBytes = 4096;
-const seen = { metadata: [] as Record<string, string>[], signals: new Map<string, AbortSignal>() };
+const seen: Seen = { metadata: [], signals: new Map() };
 const logLines: Record<string, unknown>[] = [];
 let listener: Listener;
 let address: string;
 
 beforeAll(async () => {
   const methods = new RpcMethods([
-    implement(AgentService, {
-      function(request, context) {
-        seen.metadata.push(context.values.get(requestMetadataKey));
-        seen.signals.set(request.agentName, context.signal);
-        if (request.agentName === "hang") return new Promise(() => {});
-        if (request.agentName === "nobody") throw agentNotFound("nobody");
-        if (request.agentName === "crash") throw new Error("a bug with a secret path /etc/x");
-        context.responseHeader.set("x-answered-by", "fast path");
-        context.responseTrailer.set("x-tally", "1");
-        return { function: { description: request.agentName === "long" ? "x".repeat(5000) : `I am ${request.agentName}` } };
-      },
-      connectivity: () => ({}),
-      async *streamingChat() {},
-    }),
+    implement(AgentService, instrumentedAgentService(seen)),
     implement(ConciergeService, { list: () => ({ agents: [{ agentName: "secret_network", description: "", tags: [] }] }) }),
   ]);
   const pipeline = new CallPipeline({

@@ -1,9 +1,10 @@
 import { create, fromBinary, fromJson, toBinary, toJson, type DescMessage, type Message } from "@bufbuild/protobuf";
+import type { ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { acceptsGzip, compressMinBytes, gzip } from "../compression.js";
 import { parseConnectTimeout } from "../deadlines.js";
 import { typeRegistry } from "../descriptors.js";
-import { headerIn, leavesUnreadBody, onClientGone, toHeaders, urlOf } from "../http-request.js";
+import { headerIn, leavesUnreadBody, onClientGone } from "../http-request.js";
 import type { CallPipeline } from "../pipeline/call-pipeline.js";
 import { DirectCall } from "../pipeline/direct-call.js";
 import { readRequestBody, requestUndecodable, type IncomingRequest } from "../request-body.js";
@@ -50,52 +51,46 @@ async function serveConnectUnary(req: IncomingRequest, res: HttpResponse, target
   const { method } = target.spec;
   const header = (name: string): string | undefined => headerIn(req.headers, name);
   const call = options.pipeline.begin({ method, protocol: "connect", header, pathAgentName: target.pathAgentName });
-  let answered = false;
-  let context: DirectCall | undefined;
-  const fail = (error: unknown): void => {
-    const status = call.finish(error)!;
-    context?.end();
-    if (answered) return;
-    answered = true;
+  const answerError = (status: ConnectError): void => {
     if (res.headersSent || res.writableEnded) return;
-    const body = errorToJsonBytes(status, {});
     const headers = visibleHeaders({ "content-type": "application/json", "x-request-id": call.requestId }, status.metadata);
     if (leavesUnreadBody(req)) headers.connection = "close";
-    send(res, codeToHttpStatus(status.code), headers, body);
+    send(res, codeToHttpStatus(status.code), headers, errorToJsonBytes(status, {}));
   };
-  if (call.refusal !== undefined) return fail(call.refusal);
-
+  let timeoutMs: number | undefined;
   try {
-    context = new DirectCall({
-      spec: target.spec,
-      values: call.values,
-      protocolName: "connect",
-      requestMethod: "POST",
-      url: () => urlOf(req.headers, req.url ?? "/"),
-      requestHeader: () => toHeaders(req.headers),
-      timeoutMs: parseConnectTimeout(header("connect-timeout-ms")),
-      shutdownSignal: options.shutdownSignal,
-      onAbort: fail,
-    });
-    const directCall = context;
-    onClientGone(res, (reason) => directCall.abort(reason));
+    if (call.refusal !== undefined) throw call.refusal;
+    timeoutMs = parseConnectTimeout(header("connect-timeout-ms"));
+  } catch (error) {
+    return answerError(call.finish(error)!);
+  }
+
+  const context = new DirectCall({
+    call,
+    spec: target.spec,
+    protocolName: "connect",
+    requestMethod: "POST",
+    headers: req.headers,
+    path: req.url ?? "/",
+    timeoutMs,
+    shutdownSignal: options.shutdownSignal,
+    answerError,
+  });
+  onClientGone(res, (reason) => context.abort(reason));
+  try {
     const request = decode(method.input, codec, await readRequestBody(req, options.maxRequestBytes, { allowGzip: true }));
-    const response = await directCall.unary(request);
-    if (answered) return;
+    const response = await context.unary(request);
     let body: Uint8Array = codec === "proto" ? toBinary(method.output, response) : Buffer.from(JSON.stringify(toJson(method.output, response, { registry: typeRegistry })));
     const gzipped = acceptsGzip(header("accept-encoding")) && body.byteLength >= compressMinBytes;
     if (gzipped) body = await gzip(body);
-    if (answered) return;
-    answered = true;
-    call.finish();
-    directCall.end();
-    const { header: sentHeader, trailer } = directCall.sentHeaders;
+    if (!context.succeed()) return;
+    const { header: sentHeader, trailer } = context.sentHeaders;
     const headers = visibleHeaders({ "content-type": codec === "proto" ? "application/proto" : "application/json", "x-request-id": call.requestId }, sentHeader);
     if (gzipped) headers["content-encoding"] = "gzip";
     trailer?.forEach((value, name) => (headers[`trailer-${name}`] = value));
     send(res, 200, headers, body);
   } catch (error) {
-    fail(error);
+    context.fail(error);
   }
 }
 

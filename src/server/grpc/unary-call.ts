@@ -3,7 +3,7 @@ import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { acceptsGzip, gzip, compressMinBytes } from "../compression.js";
 import type { CallPipeline } from "../pipeline/call-pipeline.js";
-import { headerIn, toHeaders, urlOf } from "../http-request.js";
+import { headerIn } from "../http-request.js";
 import { DirectCall } from "../pipeline/direct-call.js";
 import { requestUndecodable } from "../request-body.js";
 import { visibleHeaders } from "../response-headers.js";
@@ -55,14 +55,7 @@ function serveGrpcUnary(stream: http2.ServerHttp2Stream, headers: http2.Incoming
   const { method } = target.spec;
   const header = (name: string): string | undefined => headerIn(headers, name);
   const call = options.pipeline.begin({ method, protocol: "grpc", header, pathAgentName: target.pathAgentName });
-  let answered = false;
-  let context: DirectCall | undefined;
-
-  const fail = (error: unknown): void => {
-    const status = call.finish(error) ?? new ConnectError("internal error", Code.Internal);
-    context?.end();
-    if (answered) return;
-    answered = true;
+  const answerError = (status: ConnectError): void => {
     if (stream.destroyed) return;
     stream.respond({ ":status": 200, "content-type": contentType, "x-request-id": call.requestId, ...grpcStatusHeaders(status) }, { endStream: true });
     // A request refused before its end may still be arriving: stop it instead of reading it.
@@ -70,42 +63,37 @@ function serveGrpcUnary(stream: http2.ServerHttp2Stream, headers: http2.Incoming
   };
   // A reset stream errors too; "close" (below) is where that ends the call.
   stream.on("error", () => {});
-  stream.once("close", () => {
-    if (answered) return;
-    const cancelled = new ConnectError("the client cancelled the call", Code.Canceled);
-    // Through the call's context, so that the implementation's signal aborts too.
-    if (context) context.abort(cancelled);
-    else fail(cancelled);
-  });
-  if (call.refusal !== undefined) return fail(call.refusal);
-
+  let timeoutMs: number | undefined;
   try {
-    context = new DirectCall({
-      spec: target.spec,
-      values: call.values,
-      protocolName: "grpc",
-      requestMethod: "POST",
-      url: () => urlOf(headers, header(":path") ?? "/"),
-      requestHeader: () => toHeaders(headers),
-      timeoutMs: parseGrpcTimeout(header("grpc-timeout")),
-      shutdownSignal: options.shutdownSignal,
-      onAbort: fail,
-    });
+    if (call.refusal !== undefined) throw call.refusal;
+    timeoutMs = parseGrpcTimeout(header("grpc-timeout"));
   } catch (error) {
-    return fail(error);
+    return answerError(call.finish(error)!);
   }
-  const directCall = context;
+
+  const context = new DirectCall({
+    call,
+    spec: target.spec,
+    protocolName: "grpc",
+    requestMethod: "POST",
+    headers,
+    path: header(":path") ?? "/",
+    timeoutMs,
+    shutdownSignal: options.shutdownSignal,
+    answerError,
+  });
+  stream.once("close", () => context.abort(new ConnectError("the client cancelled the call", Code.Canceled)));
   const reader = new UnaryMessageReader(options.maxRequestBytes, header("grpc-encoding") === "gzip" ? "gzip" : "identity");
   stream.on("data", (chunk: Buffer) => {
-    if (answered) return;
+    if (context.isAnswered) return;
     try {
       reader.push(chunk);
     } catch (error) {
-      fail(error);
+      context.fail(error);
     }
   });
   stream.once("end", () => {
-    if (!answered) answer().catch(fail);
+    if (!context.isAnswered) answer().catch((error: unknown) => context.fail(error));
   });
 
   async function answer(): Promise<void> {
@@ -116,16 +104,11 @@ function serveGrpcUnary(stream: http2.ServerHttp2Stream, headers: http2.Incoming
     } catch {
       throw requestUndecodable();
     }
-    const response = toBinary(method.output, await directCall.unary(request));
-    if (answered) return;
+    const response = toBinary(method.output, await context.unary(request));
     const gzipped = acceptsGzip(header("grpc-accept-encoding")) && response.byteLength >= compressMinBytes;
     const frame = frameMessage(gzipped ? await gzip(response) : response, gzipped);
-    if (answered) return;
-    answered = true;
-    call.finish();
-    directCall.end();
-    if (stream.destroyed) return;
-    const { header: sentHeader, trailer } = directCall.sentHeaders;
+    if (!context.succeed() || stream.destroyed) return;
+    const { header: sentHeader, trailer } = context.sentHeaders;
     const head: http2.OutgoingHttpHeaders = visibleHeaders({ "content-type": contentType, "x-request-id": call.requestId }, sentHeader);
     head[":status"] = 200;
     if (gzipped) head["grpc-encoding"] = "gzip";

@@ -1,28 +1,30 @@
 import { create, isMessage, type DescMessage, type DescMethod, type DescService, type Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ContextValues, type HandlerContext, type MethodImplSpec } from "@connectrpc/connect";
+import { toHeaders, urlOf, type RequestHeaders } from "../http-request.js";
+import type { Call } from "./call-pipeline.js";
 
 export interface DirectCallInit {
+  /** The call as the pipeline opened it (and did not refuse). */
+  readonly call: Call;
   readonly spec: MethodImplSpec;
-  readonly values: ContextValues;
   readonly protocolName: string;
   readonly requestMethod: string;
-  /** Built only if the implementation asks for it. */
-  readonly url: () => string;
-  readonly requestHeader: () => Headers;
+  readonly headers: RequestHeaders;
+  readonly path: string;
   /** From `grpc-timeout` or `connect-timeout-ms`; past it the call is DEADLINE_EXCEEDED. */
   readonly timeoutMs: number | undefined;
   /** Aborted once the shutdown grace has run out. */
   readonly shutdownSignal: AbortSignal;
-  /** Called once if the call is aborted (client gone, deadline, shutdown): the transport answers or gives up. */
-  readonly onAbort: (reason: ConnectError) => void;
+  /** Writes the call's failure in the transport's framing; called at most once, and never after a success. */
+  readonly answerError: (status: ConnectError) => void;
 }
 
 /**
- * A call a transport hands straight to the service implementation, without connect-node's handler pipeline. It is the
- * implementation's HandlerContext, and each part of that costs only when used: the AbortSignal, the header objects and
- * the URL are made on first access, so `List` pays for none of them while a long poll still gets a signal that aborts
- * on cancel, deadline and shutdown. The transport learns of an abort through `onAbort` and answers then, so a deadline is
- * met even by an implementation that ignores its signal; it calls `end` once it has answered.
+ * A call a transport hands straight to the service implementation, without connect-node's handler pipeline: the
+ * implementation's HandlerContext, and the call's one outcome. Each part of the context costs only when used (the
+ * AbortSignal, the header objects and the URL are made on first access), so `List` pays for none of them while a long
+ * poll still gets a signal that aborts on cancel, deadline and shutdown. An abort answers the failure at once, so a
+ * deadline is met even by an implementation that ignores its signal.
  */
 export class DirectCall implements HandlerContext {
   readonly method: DescMethod;
@@ -32,6 +34,7 @@ export class DirectCall implements HandlerContext {
   readonly requestMethod: string;
   private controller: AbortController | undefined;
   private reason: ConnectError | undefined;
+  private answered = false;
   private ended = false;
   private readonly deadline: number | undefined;
   private readonly deadlineTimer: NodeJS.Timeout | undefined;
@@ -42,7 +45,7 @@ export class DirectCall implements HandlerContext {
   constructor(private readonly init: DirectCallInit) {
     this.method = init.spec.method;
     this.service = init.spec.method.parent;
-    this.values = init.values;
+    this.values = init.call.values;
     this.protocolName = init.protocolName;
     this.requestMethod = init.requestMethod;
     if (init.timeoutMs !== undefined) {
@@ -61,13 +64,13 @@ export class DirectCall implements HandlerContext {
   }
 
   get url(): string {
-    return this.init.url();
+    return urlOf(this.init.headers, this.init.path);
   }
 
   timeoutMs = (): number | undefined => (this.deadline === undefined ? undefined : this.deadline - performance.now());
 
   get requestHeader(): Headers {
-    return (this.requestHeaders ??= this.init.requestHeader());
+    return (this.requestHeaders ??= toHeaders(this.init.headers));
   }
 
   get responseHeader(): Headers {
@@ -83,17 +86,9 @@ export class DirectCall implements HandlerContext {
     return { header: this.responseHeaders, trailer: this.responseTrailers };
   }
 
-  /** The error a cancelled call ended with (client gone, deadline, shutdown), if it was. */
-  get abortReason(): ConnectError | undefined {
-    return this.reason;
-  }
-
-  /** Ends the call from outside: the client went away, the deadline passed, the server is shutting down. */
-  abort(reason: ConnectError): void {
-    if (this.reason !== undefined || this.ended) return;
-    this.reason = reason;
-    this.controller?.abort(reason);
-    this.init.onAbort(reason);
+  /** Whether the call has its outcome (answered, failed or aborted): nothing more is written for it. */
+  get isAnswered(): boolean {
+    return this.answered;
   }
 
   /** Runs a unary implementation. */
@@ -112,18 +107,44 @@ export class DirectCall implements HandlerContext {
     if (this.reason !== undefined) throw this.reason;
   }
 
-  /** The transport has answered: no more aborts, no timer, no listener left behind. */
-  end(): void {
-    if (this.ended) return;
-    this.ended = true;
-    clearTimeout(this.deadlineTimer);
-    this.init.shutdownSignal.removeEventListener("abort", this.onShutdown);
+  /** The call succeeded: true, once, when its answer may go out (it is counted and logged as OK now). */
+  succeed(): boolean {
+    if (this.answered) return false;
+    this.answered = true;
+    this.init.call.finish();
+    this.end();
+    return true;
+  }
+
+  /** The call failed: counted and logged once, and its google.rpc.Status answered unless an outcome went out before. */
+  fail(error: unknown): void {
+    const status = this.init.call.finish(error) ?? new ConnectError("internal error", Code.Internal);
+    this.end();
+    if (this.answered) return;
+    this.answered = true;
+    this.init.answerError(status);
+  }
+
+  /** Ends the call from outside (the client went away, the deadline passed, the server is shutting down). */
+  abort(reason: ConnectError): void {
+    if (this.reason !== undefined || this.answered) return;
+    this.reason = reason;
+    this.controller?.abort(reason);
+    this.fail(reason);
   }
 
   private readonly onShutdown = (): void => {
     const reason: unknown = this.init.shutdownSignal.reason;
     this.abort(reason instanceof ConnectError ? reason : new ConnectError("server shutting down", Code.Unavailable));
   };
+
+  // No timer or listener outlives the call's outcome.
+  private end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    clearTimeout(this.deadlineTimer);
+    this.init.shutdownSignal.removeEventListener("abort", this.onShutdown);
+  }
 }
 
 // Implementations may answer a message or its init shape, as connect-es allows.

@@ -3,7 +3,7 @@ import { Code, ConnectError, type MethodImplSpec } from "@connectrpc/connect";
 import { httpStatusKey, streamStartKey } from "../context.js";
 import { parseConnectTimeout } from "../deadlines.js";
 import { typeRegistry } from "../descriptors.js";
-import { headerIn, leavesUnreadBody, onClientGone, toHeaders, urlOf } from "../http-request.js";
+import { headerIn, leavesUnreadBody, onClientGone } from "../http-request.js";
 import type { Call, CallPipeline } from "../pipeline/call-pipeline.js";
 import { DirectCall } from "../pipeline/direct-call.js";
 import { readRequestBody, type IncomingRequest } from "../request-body.js";
@@ -58,18 +58,8 @@ export function createRestTranscoder(options: RestTranscoderOptions): RestTransc
     const header = (name: string): string | undefined => headerIn(req.headers, name);
     const call = options.pipeline.begin({ method: route.method, protocol: "rest", header });
     res.setHeader("x-request-id", call.requestId);
-    if (call.refusal !== undefined) {
-      writeStatusError(res, call.refusal, { headers: call.refusal.metadata, close: leavesUnreadBody(req) });
-      return true;
-    }
-
     let writer: JsonLinesWriter | undefined;
-    let answered = false;
-    const fail = (error: unknown): void => {
-      const status = call.finish(error)!;
-      context?.end();
-      if (answered) return;
-      answered = true;
+    const answerError = (status: ConnectError): void => {
       if (writer?.started) {
         // After the 200 went out, the error is one more line (neuro-san's convention), then the end.
         void writer.writeLine(statusJson(status)).then(() => writer!.end());
@@ -77,45 +67,43 @@ export function createRestTranscoder(options: RestTranscoderOptions): RestTransc
         writeStatusError(res, status, { headers: status.metadata, close: leavesUnreadBody(req) });
       }
     };
-    let context: DirectCall | undefined;
+    let timeoutMs: number | undefined;
     try {
-      context = new DirectCall({
-        spec: specs.get(route.method)!,
-        values: call.values,
-        protocolName: "rest",
-        requestMethod: req.method ?? "GET",
-        url: () => urlOf(req.headers, req.url ?? "/"),
-        requestHeader: () => toHeaders(req.headers),
-        timeoutMs: parseConnectTimeout(header("connect-timeout-ms")),
-        shutdownSignal: options.shutdownSignal,
-        onAbort: fail,
-      });
-      const directCall = context;
-      const clientGone = new AbortController();
-      onClientGone(res, (reason) => {
-        clientGone.abort(reason);
-        directCall.abort(reason);
-      });
+      if (call.refusal !== undefined) throw call.refusal;
+      timeoutMs = parseConnectTimeout(header("connect-timeout-ms"));
+    } catch (error) {
+      answerError(call.finish(error)!);
+      return true;
+    }
+
+    const context = new DirectCall({
+      call,
+      spec: specs.get(route.method)!,
+      protocolName: "rest",
+      requestMethod: req.method ?? "GET",
+      headers: req.headers,
+      path: req.url ?? "/",
+      timeoutMs,
+      shutdownSignal: options.shutdownSignal,
+      answerError,
+    });
+    const clientGone = new AbortController();
+    onClientGone(res, (reason) => {
+      clientGone.abort(reason);
+      context.abort(reason);
+    });
+    try {
       const body = route.body === "" ? undefined : parseJsonText(await readRequestBody(req, options.maxRequestBytes));
       const request = buildRequestMessage(route, { variables, query: url.searchParams, body });
       if (route.method.methodKind === "server_streaming") {
         writer = new JsonLinesWriter(res, clientGone.signal);
-        await streamJsonLines(route, directCall, call, writer, request, () => answered);
+        await streamJsonLines(route, context, call, writer, request);
       } else {
-        const response = await directCall.unary(request);
-        if (answered) return true;
-        answered = true;
-        call.finish();
-        directCall.end();
-        writeJson(res, call.values.get(httpStatusKey), restResponseJson(route, response), directCall.sentHeaders.header);
-        return true;
+        const response = await context.unary(request);
+        if (context.succeed()) writeJson(res, call.values.get(httpStatusKey), restResponseJson(route, response), context.sentHeaders.header);
       }
-      if (answered) return true;
-      answered = true;
-      call.finish();
-      directCall.end();
     } catch (error) {
-      fail(error);
+      context.fail(error);
     }
     return true;
   }
@@ -139,28 +127,20 @@ export function restResponseJson(route: RestRoute, response: Message): JsonValue
  * neuro-san's json-lines stream: the 200 and the headers go out when the implementation says the stream has started
  * (errors before that are plain HTTP errors), then one line per message as it is produced.
  */
-async function streamJsonLines(
-  route: RestRoute,
-  context: DirectCall,
-  call: Call,
-  writer: JsonLinesWriter,
-  request: Message,
-  answered: () => boolean,
-): Promise<void> {
+async function streamJsonLines(route: RestRoute, context: DirectCall, call: Call, writer: JsonLinesWriter, request: Message): Promise<void> {
   const start = (): void => {
     writer.start(context.sentHeaders.header);
     call.streamStarted();
   };
   call.values.set(streamStartKey, start);
   for await (const message of context.serverStream(request)) {
-    if (answered()) return;
+    if (context.isAnswered) return;
     start();
     await writer.writeLine(toJson(route.method.output, message, { registry: typeRegistry }));
   }
   // A stream that ended cleanly is a 200 even when it carried no message.
-  if (answered()) return;
-  start();
-  writer.end();
+  if (!context.isAnswered) start();
+  if (context.succeed()) writer.end();
 }
 
 function implementationOf(methods: RpcMethods, route: RestRoute): MethodImplSpec {
