@@ -1,7 +1,7 @@
 import http2 from "node:http2";
 import zlib from "node:zlib";
 import * as grpc from "@grpc/grpc-js";
-import { Code } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AxonError } from "../../src/errors.js";
 import { AgentService } from "../../src/gen/neuro_san/api/grpc/agent_pb.js";
@@ -28,7 +28,8 @@ const logLines: Record<string, unknown>[] = [];
 let listener: Listener;
 let address: string;
 
-beforeAll(async () => {
+/** A listener whose HTTP/2 streams meet only the gRPC fast path; `shutdown` stands for the server's end of grace. */
+async function fastPathListener(shutdown: AbortSignal): Promise<Listener> {
   const methods = new RpcMethods([
     implement(AgentService, instrumentedAgentService(seen)),
     implement(ConciergeService, { list: () => ({ agents: [{ agentName: "secret_network", description: "", tags: [] }] }) }),
@@ -43,8 +44,12 @@ beforeAll(async () => {
     },
     forwardedMetadata: ["request_id", "user_id"],
   });
-  const onHttp2Stream = grpcUnaryRoute(methods, { pipeline, maxRequestBytes, shutdownSignal: new AbortController().signal });
-  listener = await listen((_req, res) => res.writeHead(404).end(), { port: 0, host: "127.0.0.1", onHttp2Stream });
+  const onHttp2Stream = grpcUnaryRoute(methods, { pipeline, maxRequestBytes, shutdownSignal: shutdown });
+  return listen((_req, res) => res.writeHead(404).end(), { port: 0, host: "127.0.0.1", onHttp2Stream });
+}
+
+beforeAll(async () => {
+  listener = await fastPathListener(new AbortController().signal);
   address = `127.0.0.1:${listener.port}`;
 });
 afterAll(() => listener.close(1000));
@@ -138,6 +143,20 @@ describe("unary gRPC framed on the HTTP/2 stream", () => {
     await until(() => seen.signals.get("hang")!.aborted, "the implementation's signal aborted");
     await until(() => logLines.some((line) => line.code === "Canceled"), "the call logged as cancelled");
     client.close();
+  });
+
+  it("the end of the server's shutdown grace ends a call still running with UNAVAILABLE", async () => {
+    const shutdown = new AbortController();
+    const ending = await fastPathListener(shutdown.signal);
+    const client = new AgentServiceClient(`127.0.0.1:${ending.port}`, insecure);
+    seen.signals.delete("hang");
+    const outcome = callFunction({ agent_name: "hang" }, { client });
+    await until(() => seen.signals.has("hang"), "the call reached the implementation");
+    shutdown.abort(new ConnectError("server shutting down", Code.Unavailable));
+    expect((await outcome).error?.code).toBe(grpc.status.UNAVAILABLE);
+    expect(seen.signals.get("hang")?.aborted).toBe(true);
+    client.close();
+    await ending.close(1000);
   });
 
   it("a message over the size limit is RESOURCE_EXHAUSTED, and the connection serves the next call", async () => {

@@ -5,12 +5,12 @@ import { acceptsGzip, compressMinBytes, gzip } from "../compression.js";
 import { parseConnectTimeout } from "../deadlines.js";
 import { typeRegistry } from "../descriptors.js";
 import { headerIn, leavesUnreadBody, onClientGone } from "../http-request.js";
+import type { HttpResponse } from "../listener.js";
 import type { CallPipeline } from "../pipeline/call-pipeline.js";
 import { DirectCall } from "../pipeline/direct-call.js";
 import { readRequestBody, requestUndecodable, type IncomingRequest } from "../request-body.js";
 import { visibleHeaders } from "../response-headers.js";
 import type { ResolvedMethod } from "../rpc-methods.js";
-import type { HttpResponse } from "../listener.js";
 
 export interface ConnectUnaryOptions {
   pipeline: CallPipeline;
@@ -87,7 +87,7 @@ async function serveConnectUnary(req: IncomingRequest, res: HttpResponse, target
     const { header: sentHeader, trailer } = context.sentHeaders;
     const headers = visibleHeaders({ "content-type": codec === "proto" ? "application/proto" : "application/json", "x-request-id": call.requestId }, sentHeader);
     if (gzipped) headers["content-encoding"] = "gzip";
-    trailer?.forEach((value, name) => (headers[`trailer-${name}`] = value));
+    for (const [name, value] of Object.entries(visibleHeaders({}, trailer))) headers[`trailer-${name}`] = value;
     send(res, 200, headers, body);
   } catch (error) {
     context.fail(error);

@@ -1,17 +1,17 @@
 import http2 from "node:http2";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { acceptsGzip, gzip, compressMinBytes } from "../compression.js";
-import type { CallPipeline } from "../pipeline/call-pipeline.js";
+import { acceptsGzip, compressMinBytes, gzip } from "../compression.js";
+import { parseGrpcTimeout } from "../deadlines.js";
 import { headerIn } from "../http-request.js";
+import type { Http2StreamHandler } from "../listener.js";
+import type { CallPipeline } from "../pipeline/call-pipeline.js";
 import { DirectCall } from "../pipeline/direct-call.js";
 import { requestUndecodable } from "../request-body.js";
 import { visibleHeaders } from "../response-headers.js";
-import type { Http2StreamHandler } from "../listener.js";
 import type { ResolvedMethod, RpcMethods } from "../rpc-methods.js";
 import { frameMessage, UnaryMessageReader } from "./message-frames.js";
 import { grpcStatusHeaders } from "./status-headers.js";
-import { parseGrpcTimeout } from "../deadlines.js";
 
 export interface GrpcUnaryOptions {
   pipeline: CallPipeline;

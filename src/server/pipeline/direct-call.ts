@@ -58,6 +58,7 @@ export class DirectCall implements HandlerContext {
     if (this.controller === undefined) {
       this.controller = new AbortController();
       if (this.reason !== undefined) this.controller.abort(this.reason);
+      else if (this.init.shutdownSignal.aborted) this.onShutdown();
       else if (!this.ended) this.init.shutdownSignal.addEventListener("abort", this.onShutdown);
     }
     return this.controller.signal;
