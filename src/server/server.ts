@@ -104,8 +104,8 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
     "/livez": (res) => writeJson(res, 200, { status: "ok" }),
     "/readyz": (res) => writeJson(res, health.ready ? 200 : 503, { status: health.ready ? "ready" : "not ready" }),
     "/metrics": async (res) => {
-      const body = await metrics.registry.metrics();
-      res.writeHead(200, { "content-type": metrics.registry.contentType });
+      const body = await metrics.scrape();
+      res.writeHead(200, { "content-type": metrics.contentType });
       res.end(body);
     },
     "/api/operator/v1/events": (res, req) => serveOperatorEvents(req, res, options.operations.broker, options.operations.principals.operators),

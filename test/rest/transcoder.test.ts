@@ -145,7 +145,7 @@ describe("REST transcoding, straight to the service implementation", () => {
     seen.requestIds.length = 0;
     logLines.length = 0;
     const count = async () =>
-      (await metrics.requests.get()).values.find((value) => value.labels.route?.toString().endsWith("AgentService/Function") && value.labels.protocol === "rest" && value.labels.code === "OK")?.value ?? 0;
+      Number(/axon_requests_total\{route="[^"]*AgentService\/Function",protocol="rest",code="OK"\} (\d+)/.exec(await metrics.scrape())?.[1] ?? 0);
     const before = await count();
     const response = await fetch(`${base}/api/v1/math_guy/function`, { headers: { user_id: "u-7", request_id: "req-42" } });
     expect(response.headers.get("x-request-id")).toBe("req-42");
