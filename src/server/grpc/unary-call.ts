@@ -82,7 +82,9 @@ function serveGrpcUnary(stream: http2.ServerHttp2Stream, headers: http2.Incoming
     shutdownSignal: options.shutdownSignal,
     answerError,
   });
-  stream.once("close", () => context.abort(new ConnectError("the client cancelled the call", Code.Canceled)));
+  stream.once("close", () => {
+    if (!context.isAnswered) context.abort(new ConnectError("the client cancelled the call", Code.Canceled));
+  });
   const reader = new UnaryMessageReader(options.maxRequestBytes, header("grpc-encoding") === "gzip" ? "gzip" : "identity");
   stream.on("data", (chunk: Buffer) => {
     if (context.isAnswered) return;

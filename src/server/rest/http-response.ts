@@ -17,7 +17,7 @@ export interface ResponseSink {
   readonly headersSent: boolean;
   readonly writableEnded: boolean;
   setHeader(name: string, value: string | number | readonly string[]): unknown;
-  writeHead(statusCode: number): unknown;
+  writeHead(statusCode: number, headers?: Record<string, string>): unknown;
   /** HTTP/1 only: writeHead alone waits for the first body write. */
   flushHeaders?(): void;
   write(chunk: string): boolean;
@@ -28,11 +28,9 @@ export interface ResponseSink {
 }
 
 export function writeJson(res: ResponseSink, status: number, json: JsonValue, headers?: Headers): void {
-  if (headers !== undefined) setHeaders(res, headers);
   const body = JSON.stringify(json);
-  res.statusCode = status;
-  res.setHeader("content-type", "application/json");
-  res.setHeader("content-length", Buffer.byteLength(body));
+  const head = visibleHeaders({ "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) }, headers);
+  res.writeHead(status, head);
   res.end(body);
 }
 
