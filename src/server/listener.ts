@@ -20,9 +20,9 @@ export type Http2StreamHandler = (stream: http2.ServerHttp2Stream, headers: http
 
 export interface ListenerOptions {
   port: number;
+  host: string;
   /** HTTP/2 streams meet this before the request handler. */
   onHttp2Stream?: Http2StreamHandler;
-  host: string;
   /** A socket that sends nothing never reaches http's own timeouts behind the peek: give it its own. */
   firstByteTimeoutMs?: number;
   maxHeaderBytes?: number;
