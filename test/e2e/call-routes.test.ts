@@ -112,8 +112,8 @@ describe("REST (fast path)", () => {
   });
 });
 
-describe("grpc-js (fast path) beside Connect over HTTP/2 (connect-node) on one connection's port", () => {
-  it("both clients are served on the same port at the same time", async () => {
+describe("one port for every client", () => {
+  it("grpc-js (fast path) and Connect over HTTP/2 from connect-node (connect-node) are served side by side", async () => {
     const grpcClient = new ConciergeServiceClient(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
     const connectClient = createClient(AgentService, createConnectTransport({ baseUrl: server.url, httpVersion: "2" }));
     const [list, chat] = await Promise.all([
@@ -129,5 +129,28 @@ describe("grpc-js (fast path) beside Connect over HTTP/2 (connect-node) on one c
     expect(list.agents.map((agent) => agent.agent_name)).toEqual(["greeter", "relay"]);
     expect(chat).toEqual(["echo yo (turn 1)"]);
     grpcClient.close();
+  });
+
+  it("a unary gRPC call (fast path) and a gRPC stream (connect-node) share one HTTP/2 connection", async () => {
+    // One transport keeps one HTTP/2 session: the two calls are streams of the same connection, split per stream.
+    const transport = createGrpcTransport({ baseUrl: server.url });
+    const requestIds = [nextRequestId(), nextRequestId()];
+    const [list, texts] = await Promise.all([
+      createClient(ConciergeService, transport).list({}, { headers: { request_id: requestIds[0]! } }),
+      (async () => {
+        const received: string[] = [];
+        for await (const message of createClient(AgentService, transport).streamingChat(
+          { agentName: "greeter", userMessage: { text: "both" } },
+          { headers: { request_id: requestIds[1]! } },
+        )) {
+          received.push(message.response?.text ?? "");
+        }
+        return received;
+      })(),
+    ]);
+    expect(list.agents).toHaveLength(2);
+    expect(texts).toEqual(["echo both (turn 1)"]);
+    expect(await theLogLineOf(requestIds[0]!)).toMatchObject({ protocol: "grpc", route: "/dev.cognizant_ai.neuro_san.api.grpc.concierge.ConciergeService/List" });
+    expect(await theLogLineOf(requestIds[1]!)).toMatchObject({ protocol: "grpc", route: "/dev.cognizant_ai.neuro_san.api.grpc.agent.AgentService/StreamingChat" });
   });
 });
