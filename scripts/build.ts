@@ -9,16 +9,13 @@ const projectRoot = path.resolve(import.meta.dirname, "..");
 const sourceDir = path.join(projectRoot, "src");
 const buildDir = path.join(projectRoot, "dist");
 /** dist/web is the web console's build (vite), not this one's. */
-const foreign = new Set(["web"]);
+const webDir = path.join(buildDir, "web");
 
 export async function buildServer(): Promise<void> {
   const entryPoints = (await readdir(sourceDir, { recursive: true }))
     .filter((file) => file.endsWith(".ts") && !file.endsWith(".d.ts"))
     .map((file) => path.join(sourceDir, file));
-  // A module deleted from src/ must not linger in dist/.
-  const previous = await readdir(buildDir).catch(() => []);
-  await Promise.all(previous.filter((name) => !foreign.has(name)).map((name) => rm(path.join(buildDir, name), { recursive: true, force: true })));
-  await build({
+  const { metafile } = await build({
     entryPoints,
     outdir: buildDir,
     outbase: sourceDir,
@@ -27,7 +24,14 @@ export async function buildServer(): Promise<void> {
     target: "node20",
     sourcemap: "linked",
     logLevel: "warning",
+    metafile: true,
   });
+  // A module deleted from src/ must not linger in dist/. Files are overwritten in place, never removed first, so a
+  // server running from dist/ can still load its lazy modules while the build runs.
+  const written = new Set(Object.keys(metafile.outputs).map((file) => path.resolve(projectRoot, file)));
+  const present = (await readdir(buildDir, { recursive: true, withFileTypes: true })).filter((entry) => entry.isFile());
+  const stale = present.map((entry) => path.join(entry.parentPath, entry.name)).filter((file) => !file.startsWith(webDir + path.sep) && !written.has(file));
+  await Promise.all(stale.map((file) => rm(file, { force: true })));
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) await buildServer();
