@@ -2,26 +2,30 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
-import { startAxon } from "../src/axon.js";
-import { loadConfig } from "../src/config.js";
-import { createLogger } from "../src/logger.js";
+import { pathToFileURL } from "node:url";
+import { pino } from "pino";
 import { serveParent } from "./server-process.js";
 
 /**
- * Axon as `npm start` runs it, on 127.0.0.1 and a free port: the repository's manifest and no LLM, unless
- * BENCH_AXON_ENV (a JSON object of environment variables, e.g. AGENT_MANIFEST_FILE and OPENAI_BASE_URL) says otherwise.
+ * Axon as `npm start` runs it, from the build (dist/), on 127.0.0.1 and a free port: the repository's manifest and no
+ * LLM, unless BENCH_AXON_ENV (a JSON object of environment variables, e.g. AGENT_MANIFEST_FILE and OPENAI_BASE_URL) says
+ * otherwise. It logs at info, as `npm start` does, to /dev/null (stdout talks to the parent).
  */
 const projectRoot = path.resolve(import.meta.dirname, "..");
+const built = (module: string) => import(pathToFileURL(path.join(projectRoot, "dist", module)).href);
+const { startAxon } = (await built("axon.js")) as typeof import("../src/axon.js");
+const { loadConfig } = (await built("config.js")) as typeof import("../src/config.js");
+const { createLogger } = (await built("logger.js")) as typeof import("../src/logger.js");
 const dataDir = mkdtempSync(path.join(os.tmpdir(), "axon-bench-"));
 const env: Record<string, string> = {
   AXON_DATA_DIR: dataDir,
   AGENT_HTTP_PORT: "0",
-  LOG_LEVEL: "silent",
   AXON_SHUTDOWN_GRACE_SECONDS: "1",
   ...(JSON.parse(process.env.BENCH_AXON_ENV ?? "{}") as Record<string, string>),
 };
 const config = { ...loadConfig(env, projectRoot), host: "127.0.0.1" };
-const axon = await startAxon(config, createLogger("silent"), { env });
+// The same asynchronous writer pino gives stdout, on a file that takes any amount.
+const axon = await startAxon(config, createLogger(config.logLevel, pino.destination({ dest: "/dev/null", sync: false })), { env });
 
 export interface AxonReady {
   port: number;

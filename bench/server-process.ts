@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import readline from "node:readline";
 import { fileURLToPath } from "node:url";
+import { buildServer } from "../scripts/build.js";
 
 /*
  * Servers under test run in their own process so that they and the load generator each get a core, instead of
@@ -35,10 +36,14 @@ export interface ServerProcess<Ready> {
   stop(): Promise<void>;
 }
 
+/** Servers under test run the build (dist/): it is made from this tree once per bench run, before the first starts. */
+let built: Promise<void> | undefined;
+
 export async function startServerProcess<Ready>(
   script: URL,
   options: { env?: Record<string, string>; nodeArgs?: string[] } = {},
 ): Promise<ServerProcess<Ready>> {
+  await (built ??= buildServer());
   const child = spawn(process.execPath, [...(options.nodeArgs ?? []), "--import", "tsx", fileURLToPath(script)], {
     env: { ...process.env, ...options.env },
     stdio: ["pipe", "pipe", "inherit"],
@@ -77,14 +82,18 @@ async function stopChild(child: ChildProcess): Promise<void> {
  */
 export function serveParent(ready: unknown, stop: () => Promise<void>, extra?: () => unknown): void {
   process.stdout.write(JSON.stringify(ready) + "\n");
-  // A heap peak lasts only until the next GC, so it is sampled; 20 ms costs well under 0.1% of a core.
+  // A heap peak lasts only until the next GC, so it is sampled every 20 ms: 20-300 µs a sample, up to 1.5% of a core on
+  // a busy machine, which the CPU-per-request benches leave out (BENCH_MEMORY_SAMPLER=off).
   let peakHeapUsedBytes = process.memoryUsage().heapUsed;
   let peakRssBytes = process.memoryUsage().rss;
-  const sampler = setInterval(() => {
-    const memory = process.memoryUsage();
-    peakHeapUsedBytes = Math.max(peakHeapUsedBytes, memory.heapUsed);
-    peakRssBytes = Math.max(peakRssBytes, memory.rss);
-  }, 20).unref();
+  const sampler =
+    process.env.BENCH_MEMORY_SAMPLER === "off"
+      ? undefined
+      : setInterval(() => {
+          const memory = process.memoryUsage();
+          peakHeapUsedBytes = Math.max(peakHeapUsedBytes, memory.heapUsed);
+          peakRssBytes = Math.max(peakRssBytes, memory.rss);
+        }, 20).unref();
   const lines = readline.createInterface({ input: process.stdin });
   lines.on("line", (line) => {
     if (line !== "cpu") return;

@@ -1,9 +1,10 @@
 #!/usr/bin/env node
-// The `axon` command: loads src/cli/main.ts through tsx (there is no build step). `axon --help` lists the commands.
-import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
-import { register } from "tsx/esm/api";
+// The `axon` command: the build of src/cli/main.ts (dist/, made by `npm ci` or `npm run build`). `axon --help` lists the commands.
+import { existsSync } from "node:fs";
 
-register();
-const main = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "src", "cli", "main.ts");
-await import(pathToFileURL(main).href);
+const main = new URL("../dist/cli/main.js", import.meta.url);
+if (!existsSync(main)) {
+  process.stderr.write("axon: dist/ is not built: run npm run build (npm ci builds it)\n");
+  process.exit(1);
+}
+await import(main.href);

@@ -3,7 +3,6 @@ import { CodedToolLoader } from "./agents/coded-tools.js";
 import { AgentRegistry } from "./agents/registry.js";
 import { AgentRuntime } from "./agents/runtime.js";
 import type { Config } from "./config.js";
-import { createLlmClient } from "./llm/providers.js";
 import type { Logger } from "./logger.js";
 import { startOperations, type Operations } from "./operations/operations.js";
 import { contractDigest } from "./server/descriptors.js";
@@ -19,16 +18,28 @@ export interface Axon {
   close(): Promise<void>;
 }
 
-/** The agent runtime as the server runs it; `axon mcp` runs the same one without a server. */
-export function createAgentRuntime(config: Config, registry: AgentRegistry, env: NodeJS.ProcessEnv, logger: Logger): AgentRuntime {
-  return new AgentRuntime({
+/**
+ * The agent runtime as the server runs it; `axon mcp` runs the same one without a server. The LLM SDKs take a third
+ * of start-up to load, so they load with the first chat instead.
+ */
+export function createAgentRuntime(config: Config, registry: AgentRegistry, env: NodeJS.ProcessEnv, logger: Logger): ChatRunner {
+  let providers: typeof import("./llm/providers.js") | undefined;
+  let loading: Promise<typeof import("./llm/providers.js")> | undefined;
+  const runtime = new AgentRuntime({
     registry,
-    createLlm: (llmConfig) => createLlmClient(llmConfig, env, { logger }),
+    // The runtime asks for LLM clients only within a chat, and a chat starts once the providers are in.
+    createLlm: (llmConfig) => providers!.createLlmClient(llmConfig, env, { logger }),
     codedTools: new CodedToolLoader(config.toolPath),
     logger,
     maxConcurrentChats: config.maxConcurrentRequests,
     heartbeatSeconds: config.heartbeatSeconds,
   });
+  return {
+    async start(turn) {
+      providers ??= await (loading ??= import("./llm/providers.js"));
+      return runtime.start(turn);
+    },
+  };
 }
 
 /** The composition root: registry, agent runtime and server, assembled the one way `npm start` runs them. */

@@ -30,6 +30,10 @@ export interface CodedTool {
 
 type CodedToolClass = new () => CodedTool;
 
+// Compiled (dist/), the server cannot import a TypeScript tool by itself: tsx's loader is registered for the first one.
+const runningCompiled = import.meta.url.endsWith(".js");
+let typeScriptLoader: Promise<unknown> | undefined;
+
 /**
  * Finds coded tools under AGENT_TOOL_PATH: `class: "calculator.Calculator"` of network `math_guy` is the
  * export `Calculator` of `<tool path>/math_guy/calculator.{js,mjs,ts}`, else `<tool path>/calculator.*`.
@@ -70,6 +74,7 @@ export class CodedToolLoader {
     if (!real.startsWith(realpathSync(this.root) + path.sep)) {
       throw codedToolError("CODED_TOOL_OUTSIDE_TOOL_PATH", "the coded tool resolves outside the tool path", className);
     }
+    if (real.endsWith(".ts") && runningCompiled) await (typeScriptLoader ??= import("tsx/esm/api").then(({ register }) => register()));
     const module = (await import(pathToFileURL(real).href)) as Record<string, unknown>;
     const exported = module[exportName];
     if (typeof exported !== "function") throw codedToolError("CODED_TOOL_NOT_FOUND", "the module does not export the class", className);

@@ -1,5 +1,5 @@
 /**
- * The `axon` command. bin/axon.mjs loads this file through tsx (there is no build step); everything else is here.
+ * The `axon` command. bin/axon.mjs runs this file's build (dist/cli/main.js); everything else is here.
  * Commands that call a server report a failure as one line on stderr, `axon: <message> (<REASON>, <CODE>)`, and exit
  * with the status EXIT_STATUS_HELP documents.
  */

@@ -12,10 +12,17 @@ const acceptBacklog = 4096;
 export type HttpRequest = http.IncomingMessage | http2.Http2ServerRequest;
 export type HttpResponse = http.ServerResponse | http2.Http2ServerResponse;
 export type RequestHandler = (req: HttpRequest, res: HttpResponse) => void;
+/**
+ * Gets the first look at each HTTP/2 stream, headers in, body unread; returns true when it serves the stream itself
+ * (the gRPC fast path), false to leave it to the request handler.
+ */
+export type Http2StreamHandler = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => boolean;
 
 export interface ListenerOptions {
   port: number;
   host: string;
+  /** HTTP/2 streams meet this before the request handler. */
+  onHttp2Stream?: Http2StreamHandler;
   /** A socket that sends nothing never reaches http's own timeouts behind the peek: give it its own. */
   firstByteTimeoutMs?: number;
   maxHeaderBytes?: number;
@@ -40,7 +47,15 @@ export async function listen(handler: RequestHandler, options: ListenerOptions):
   // This server never listens itself (the peeking TCP server hands it sockets), but "listening" is what starts
   // its connection tracking: headersTimeout/requestTimeout and closeIdleConnections depend on it.
   http1Server.emit("listening");
-  const http2Server = http2.createServer({ maxSendHeaderBlockLength: maxHeaderSize, settings: { maxHeaderListSize: maxHeaderSize } }, handler);
+  // The sessions' server sees every stream first; a stream the stream handler leaves goes to a second server object
+  // that only builds the compatibility request and response (it never listens nor owns a session).
+  const http2Options = { maxSendHeaderBlockLength: maxHeaderSize, settings: { maxHeaderListSize: maxHeaderSize } };
+  const http2Server = http2.createServer(http2Options);
+  const http2Compat = http2.createServer(http2Options, handler);
+  const onHttp2Stream = options.onHttp2Stream ?? (() => false);
+  http2Server.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) => {
+    if (!onHttp2Stream(stream, headers)) http2Compat.emit("stream", stream, headers, flags, rawHeaders);
+  });
   const sockets = new Set<net.Socket>();
   // Connected but not yet handed to a server: nothing is in flight on them.
   const undecided = new Set<net.Socket>();

@@ -1,32 +1,99 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { Code } from "@connectrpc/connect";
+import type { Registry } from "prom-client";
+import type { Protocol } from "./context.js";
 
-/** Prometheus metrics of one server instance (its own registry, so several servers can share a process). */
-export class Metrics {
-  readonly registry = new Registry();
+/** The metrics of one route on one protocol, bound to their label values once: a call only adds to numbers. */
+export interface RouteMetrics {
+  finished(code: Code, seconds: number): void;
+  streamOpened(): void;
+  streamClosed(): void;
+}
 
-  readonly requests = new Counter({
-    name: "axon_requests_total",
-    help: "Completed requests by route, protocol and status code.",
-    labelNames: ["route", "protocol", "code"] as const,
-    registers: [this.registry],
-  });
+/** google.rpc.Code OK, which connect's Code enum leaves out. */
+export const okCode = 0 as Code;
 
-  readonly latency = new Histogram({
-    name: "axon_request_duration_seconds",
-    help: "Time from request to the end of the response (streams: to the last message).",
-    labelNames: ["route", "protocol"] as const,
-    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
-    registers: [this.registry],
-  });
+const latencyBuckets = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
-  readonly streamsInFlight = new Gauge({
-    name: "axon_streams_in_flight",
-    help: "Server streams currently open.",
-    labelNames: ["route", "protocol"] as const,
-    registers: [this.registry],
-  });
+/** What one route on one protocol has counted: plain numbers, rendered only when scraped. */
+class RouteCounters implements RouteMetrics {
+  readonly requests = new Map<Code, number>();
+  readonly buckets = new Array<number>(latencyBuckets.length).fill(0);
+  count = 0;
+  sum = 0;
+  streams = 0;
 
-  constructor() {
-    collectDefaultMetrics({ register: this.registry, prefix: "axon_" });
+  constructor(readonly labels: string) {}
+
+  finished(code: Code, seconds: number): void {
+    this.requests.set(code, (this.requests.get(code) ?? 0) + 1);
+    this.count++;
+    this.sum += seconds;
+    const bucket = latencyBuckets.findIndex((bound) => seconds <= bound);
+    if (bucket >= 0) this.buckets[bucket]!++;
   }
+
+  streamOpened(): void {
+    this.streams++;
+  }
+
+  streamClosed(): void {
+    this.streams--;
+  }
+}
+
+/**
+ * The Prometheus metrics of one server instance: requests by route, protocol and code, their latency, and the streams
+ * in flight, counted in plain numbers on every call and rendered as text when scraped; then Node's process metrics
+ * (prom-client's defaults, in the instance's own registry), which load on the first scrape rather than at start-up.
+ */
+export class Metrics {
+  readonly contentType = "text/plain; version=0.0.4; charset=utf-8";
+  private readonly routes = new Map<string, RouteCounters>();
+  private processMetrics: Promise<Registry> | undefined;
+
+  forRoute(route: string, protocol: Protocol): RouteMetrics {
+    const labels = `route="${escapeLabel(route)}",protocol="${protocol}"`;
+    let counters = this.routes.get(labels);
+    if (counters === undefined) {
+      counters = new RouteCounters(labels);
+      this.routes.set(labels, counters);
+    }
+    return counters;
+  }
+
+  /** The text exposition format. */
+  async scrape(): Promise<string> {
+    const requests = ["# HELP axon_requests_total Completed requests by route, protocol and status code.", "# TYPE axon_requests_total counter"];
+    const latency = [
+      "# HELP axon_request_duration_seconds Time from request to the end of the response (streams: to the last message).",
+      "# TYPE axon_request_duration_seconds histogram",
+    ];
+    const streams = ["# HELP axon_streams_in_flight Server streams currently open.", "# TYPE axon_streams_in_flight gauge"];
+    for (const route of this.routes.values()) {
+      for (const [code, total] of route.requests) requests.push(`axon_requests_total{${route.labels},code="${code === okCode ? "OK" : Code[code]}"} ${total}`);
+      let cumulative = 0;
+      latencyBuckets.forEach((bound, index) => {
+        cumulative += route.buckets[index]!;
+        latency.push(`axon_request_duration_seconds_bucket{${route.labels},le="${bound}"} ${cumulative}`);
+      });
+      latency.push(
+        `axon_request_duration_seconds_bucket{${route.labels},le="+Inf"} ${route.count}`,
+        `axon_request_duration_seconds_sum{${route.labels}} ${route.sum}`,
+        `axon_request_duration_seconds_count{${route.labels}} ${route.count}`,
+      );
+      streams.push(`axon_streams_in_flight{${route.labels}} ${route.streams}`);
+    }
+    this.processMetrics ??= import("prom-client").then(({ Registry, collectDefaultMetrics }) => {
+      const registry = new Registry();
+      collectDefaultMetrics({ register: registry, prefix: "axon_" });
+      return registry;
+    });
+    const process = await (await this.processMetrics).metrics();
+    return `${[...requests, ...latency, ...streams].join("\n")}\n\n${process}`;
+  }
+}
+
+// Prometheus label values escape backslash, double quote and newline.
+function escapeLabel(value: string): string {
+  return value.replace(/[\\"\n]/g, (char) => (char === "\n" ? "\\n" : `\\${char}`));
 }

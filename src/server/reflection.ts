@@ -32,14 +32,14 @@ export function reflectionServiceV1(
   files: readonly DescFile[],
   services: readonly DescService[],
 ): ServiceImpl<typeof ServerReflection> {
-  const index = new DescriptorIndex(files, services);
+  const index = lazyIndex(files, services);
   return {
     async *serverReflectionInfo(requests) {
       for await (const request of requests) {
         yield create(ServerReflectionResponseSchema, {
           validHost: request.host,
           originalRequest: request,
-          messageResponse: index.answer(request),
+          messageResponse: index().answer(request),
         });
       }
     },
@@ -51,21 +51,27 @@ export function reflectionServiceV1Alpha(
   files: readonly DescFile[],
   services: readonly DescService[],
 ): ServiceImpl<typeof ServerReflectionV1Alpha> {
-  const index = new DescriptorIndex(files, services);
+  const index = lazyIndex(files, services);
   return {
     async *serverReflectionInfo(requests) {
       for await (const request of requests) {
         yield create(ServerReflectionResponseSchemaV1Alpha, {
           validHost: request.host,
           originalRequest: request,
-          messageResponse: index.answer(request),
+          messageResponse: index().answer(request),
         });
       }
     },
   };
 }
 
-/** Every name a reflection client may ask about, resolved once at start-up. */
+// Indexing every descriptor takes tens of milliseconds: done on the first reflection request, not at start-up.
+function lazyIndex(files: readonly DescFile[], services: readonly DescService[]): () => DescriptorIndex {
+  let index: DescriptorIndex | undefined;
+  return () => (index ??= new DescriptorIndex(files, services));
+}
+
+/** Every name a reflection client may ask about, resolved once. */
 class DescriptorIndex {
   private readonly serviceNames: { name: string }[];
   private readonly filesByName = new Map<string, DescFile>();

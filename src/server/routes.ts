@@ -1,4 +1,5 @@
-import type { ConnectRouter } from "@connectrpc/connect";
+import type { DescService } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
 import type { ChatRunner } from "../agents/chat-runner.js";
 import type { AgentRegistry } from "../agents/registry.js";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
@@ -35,15 +36,26 @@ export interface OperationsSurface {
   principals: { clients: PrincipalSet; operators: PrincipalSet };
 }
 
-/** Every RPC service, registered once; REST reaches the same handlers through the transcoder. */
-export function routes({ registry, chats, health, operations }: Services) {
-  return (router: ConnectRouter): void => {
-    router.service(ConciergeService, conciergeService(registry));
-    router.service(AgentService, agentService(registry, chats));
-    router.service(AgentOperationsService, agentOperationsService(operations.broker, operations.descriptor));
-    router.service(OperatorService, operatorService(operations.broker));
-    router.service(Health, healthService(health));
-    router.service(ServerReflection, reflectionServiceV1(servedFiles, servedServices));
-    router.service(ServerReflectionV1Alpha, reflectionServiceV1Alpha(servedFiles, servedServices));
-  };
+/** A service and its implementation. */
+export interface ServiceImplementation {
+  readonly service: DescService;
+  readonly implementation: Partial<ServiceImpl<DescService>>;
+}
+
+/** Every RPC service, implemented once; every transport (gRPC, Connect, gRPC-Web, REST) serves these same objects. */
+export function serviceImplementations({ registry, chats, health, operations }: Services): ServiceImplementation[] {
+  return [
+    implement(ConciergeService, conciergeService(registry)),
+    implement(AgentService, agentService(registry, chats)),
+    implement(AgentOperationsService, agentOperationsService(operations.broker, operations.descriptor)),
+    implement(OperatorService, operatorService(operations.broker)),
+    implement(Health, healthService(health)),
+    implement(ServerReflection, reflectionServiceV1(servedFiles, servedServices)),
+    implement(ServerReflectionV1Alpha, reflectionServiceV1Alpha(servedFiles, servedServices)),
+  ];
+}
+
+/** A service with its implementation, typed against each other. */
+export function implement<T extends DescService>(service: T, implementation: ServiceImpl<T>): ServiceImplementation {
+  return { service, implementation: implementation as Partial<ServiceImpl<DescService>> };
 }

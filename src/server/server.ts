@@ -10,18 +10,22 @@ import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import type { Config } from "../config.js";
 import { notFound } from "../errors.js";
 import type { Logger } from "../logger.js";
-import { createMcpHandler } from "../mcp/http-transport.js";
-import { authenticate } from "./authenticate.js";
+import type { McpHandler } from "../mcp/http-transport.js";
+import { serviceAuthenticator } from "./authenticate.js";
+import { connectUnaryRoute } from "./connect/unary-call.js";
 import { pathAgentNameKey, protocolKey, type Protocol } from "./context.js";
 import { restServices } from "./descriptors.js";
-import { observeCalls } from "./interceptors.js";
+import { grpcUnaryRoute } from "./grpc/unary-call.js";
 import { listen, type HttpRequest, type HttpResponse, type Listener } from "./listener.js";
 import { Metrics } from "./metrics.js";
 import { serveOperatorEvents } from "./operator-events.js";
+import { CallPipeline } from "./pipeline/call-pipeline.js";
+import { connectPipeline } from "./pipeline/connect-adapter.js";
 import { buildOpenApi } from "./rest/openapi.js";
 import { createRestTranscoder } from "./rest/transcoder.js";
-import { routes, type Services } from "./routes.js";
+import { serviceImplementations, type Services } from "./routes.js";
 import { writeJson, writeStatusError } from "./rest/http-response.js";
+import { requestPath, RpcMethods } from "./rpc-methods.js";
 import { toConnectError } from "./status.js";
 import { createTransferRoutes } from "./transfer-routes.js";
 import { refuseUndecodable } from "./undecodable.js";
@@ -40,41 +44,59 @@ export interface AxonServer {
   close(): Promise<void>;
 }
 
-// neuro-san's own gRPC clients put the agent in the service name: `/<agent>.AgentService/<Method>`.
-const legacyAgentPath = /^\/([A-Za-z0-9_-]+)\.AgentService\/([A-Za-z]+)$/;
-const agentServicePrefix = "/dev.cognizant_ai.neuro_san.api.grpc.agent.AgentService/";
+/** The MCP endpoint's path; its SDK loads on the first request there, not at start-up. */
+const mcpPath = "/mcp";
 
-/** Wires the router, the REST transcoder and the plain HTTP routes into one handler, and listens. */
+/**
+ * Wires every route into one listener. RPCs meet one call pipeline whatever carries them: unary gRPC is framed on the
+ * HTTP/2 stream, unary Connect and REST are read from the request, and the rest (Connect streams, gRPC-Web, gRPC
+ * streams) goes through connect-node; each calls the same service implementations.
+ */
 export async function startServer(options: AxonServerOptions): Promise<AxonServer> {
   const { config, logger, health } = options;
   const metrics = new Metrics();
   const shutdown = new AbortController();
-  // Every call links its own signal to this one: far more than the default 10 listeners.
+  // Every call that watches shutdown adds a listener to this signal: far more than the default 10.
   setMaxListeners(0, shutdown.signal);
+  const pipeline = new CallPipeline({
+    logger,
+    metrics,
+    authenticate: serviceAuthenticator(options.operations.principals),
+    forwardedMetadata: config.forwardedRequestMetadata,
+  });
+  const implementations = serviceImplementations(options);
+  const methods = new RpcMethods(implementations);
+  const direct = { pipeline, maxRequestBytes: config.maxRequestBytes, shutdownSignal: shutdown.signal };
+
+  const adapter = connectPipeline(pipeline);
   const router = createConnectRouter({
-    interceptors: [
-      observeCalls({ logger, metrics, forwardedMetadata: config.forwardedRequestMetadata }),
-      authenticate(options.operations.principals),
-    ],
+    requestGate: adapter.requestGate,
+    interceptors: [adapter.interceptor],
     acceptCompression: [compressionGzip, compressionBrotli],
     readMaxBytes: config.maxRequestBytes,
     shutdownSignal: shutdown.signal,
   });
-  routes(options)(router);
-  const rpcHandlers = new Map<string, UniversalHandler>(router.handlers.map((handler) => [handler.requestPath, handler]));
-  const mcp = createMcpHandler({
-    broker: options.operations.broker,
-    clients: options.operations.principals.clients,
-    operationsFor: options.operations.descriptor.operationsFor,
-    registry: options.registry,
-    chats: options.chats,
-    logger,
-    shutdownSignal: shutdown.signal,
-    maxRequestBytes: config.maxRequestBytes,
-  });
-  const rest = createRestTranscoder({ handlers: router.handlers, services: restServices, maxRequestBytes: config.maxRequestBytes });
+  for (const { service, implementation } of implementations) router.service(service, implementation);
+  const connectHandlers = new Map<string, UniversalHandler>(router.handlers.map((handler) => [handler.requestPath, handler]));
+
+  const connectUnary = connectUnaryRoute(direct);
+  const rest = createRestTranscoder({ services: restServices, methods, ...direct });
   const webConsole = serveWebConsole();
   const transferRoutes = createTransferRoutes({ transfers: options.operations.transfers, clients: options.operations.principals.clients, logger });
+  let mcp: Promise<McpHandler> | undefined;
+  const mcpHandler = (): Promise<McpHandler> =>
+    (mcp ??= import("../mcp/http-transport.js").then(({ createMcpHandler }) =>
+      createMcpHandler({
+        broker: options.operations.broker,
+        clients: options.operations.principals.clients,
+        operationsFor: options.operations.descriptor.operationsFor,
+        registry: options.registry,
+        chats: options.chats,
+        logger,
+        shutdownSignal: shutdown.signal,
+        maxRequestBytes: config.maxRequestBytes,
+      }),
+    ));
   let openApi: string | undefined;
 
   const plainRoutes: Record<string, (res: HttpResponse, req: HttpRequest) => void | Promise<void>> = {
@@ -82,8 +104,8 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
     "/livez": (res) => writeJson(res, 200, { status: "ok" }),
     "/readyz": (res) => writeJson(res, health.ready ? 200 : 503, { status: health.ready ? "ready" : "not ready" }),
     "/metrics": async (res) => {
-      const body = await metrics.registry.metrics();
-      res.writeHead(200, { "content-type": metrics.registry.contentType });
+      const body = await metrics.scrape();
+      res.writeHead(200, { "content-type": metrics.contentType });
       res.end(body);
     },
     "/api/operator/v1/events": (res, req) => serveOperatorEvents(req, res, options.operations.broker, options.operations.principals.operators),
@@ -95,29 +117,34 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
   };
 
   async function handle(req: HttpRequest, res: HttpResponse): Promise<void> {
-    const path = (req.url ?? "/").split("?", 1)[0] ?? "/";
+    const url = req.url ?? "/";
+    const query = url.indexOf("?");
+    const path = query < 0 ? url : url.slice(0, query);
     if (config.allowCorsHeaders !== undefined) {
       res.setHeader("access-control-allow-origin", "*");
       res.setHeader("access-control-allow-methods", "GET, POST, OPTIONS");
       res.setHeader("access-control-allow-headers", config.allowCorsHeaders);
       if (req.method === "OPTIONS") return void res.writeHead(204).end();
     }
-    if (await mcp.handle(req, res)) return;
-    if (await transferRoutes.handle(req, res)) return;
     const plain = req.method === "GET" ? plainRoutes[path] : undefined;
     if (plain) return plain(res, req);
 
-    const values = createContextValues();
-    const legacy = legacyAgentPath.exec(path);
-    const rpc = legacy ? rpcHandlers.get(agentServicePrefix + legacy[2]) : rpcHandlers.get(path);
+    const rpc = methods.resolve(path);
     if (rpc) {
+      const served = connectUnary(req, res, rpc);
+      if (served) return served;
+      const values = createContextValues();
       values.set(protocolKey, protocolOf(req.headers["content-type"]));
-      if (legacy) values.set(pathAgentNameKey, legacy[1] ?? "");
-      const response = await rpc(universalRequestFromNodeRequest(req, res, undefined, values));
-      return universalResponseToNodeResponse(await refuseUndecodable(response), res);
+      if (rpc.pathAgentName !== undefined) values.set(pathAgentNameKey, rpc.pathAgentName);
+      const connectHandler = connectHandlers.get(requestPath(rpc.spec.method))!;
+      const response = await refuseUndecodable(await connectHandler(universalRequestFromNodeRequest(req, res, undefined, values)));
+      await universalResponseToNodeResponse(response, res);
+      return adapter.finishRefused(values, response);
     }
+    if (path === mcpPath) return void (await (await mcpHandler()).handle(req, res));
+    if (await transferRoutes.handle(req, res)) return;
     if (await webConsole.handle(req, res)) return;
-    if (await rest.handle(req, res, values)) return;
+    if (await rest.handle(req, res)) return;
     writeStatusError(res, toConnectError(notFound("ROUTE_NOT_FOUND", "no route for this path", { path })));
   }
 
@@ -130,9 +157,12 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
     });
   };
 
+  // Unary gRPC is served on the HTTP/2 stream itself; everything else of HTTP/2 reaches `handler`.
+  const onHttp2Stream = grpcUnaryRoute(methods, direct);
+
   const listenOn = [config.httpPort, config.grpcPort].filter((port, index) => index === 0 || port > 0);
   const listeners: Listener[] = [];
-  for (const port of listenOn) listeners.push(await listen(handler, { port, host: config.host }));
+  for (const port of listenOn) listeners.push(await listen(handler, { port, host: config.host, onHttp2Stream }));
 
   return {
     ports: listeners.map((listener) => listener.port),
@@ -151,4 +181,3 @@ function protocolOf(contentType: string | undefined): Protocol {
   if (contentType?.startsWith("application/grpc")) return "grpc";
   return "connect";
 }
-

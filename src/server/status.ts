@@ -1,5 +1,5 @@
 import { anyPack, anyUnpack, AnySchema, type Any } from "@bufbuild/protobuf/wkt";
-import { create, toJson, type DescMessage, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, toBinary, toJson, type DescMessage, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
 import { AxonError } from "../errors.js";
@@ -11,7 +11,7 @@ import {
   RetryInfoSchema,
   type ErrorInfo,
 } from "../gen/google/rpc/error_details_pb.js";
-import { StatusSchema } from "../gen/google/rpc/status_pb.js";
+import { StatusSchema, type Status } from "../gen/google/rpc/status_pb.js";
 import { typeRegistry } from "./descriptors.js";
 
 type OutgoingDetail = { desc: DescMessage; value: MessageInitShape<DescMessage> };
@@ -118,8 +118,16 @@ export function httpStatusOf(code: Code): number {
 
 /** google.rpc.Status in canonical protobuf JSON: numeric code, message, details as Any JSON with `@type`. */
 export function statusJson(error: ConnectError): JsonValue {
-  const status = create(StatusSchema, { code: error.code, message: error.rawMessage, details: detailsAsAny(error) });
-  return toJson(StatusSchema, status, { registry: typeRegistry });
+  return toJson(StatusSchema, statusOf(error), { registry: typeRegistry });
+}
+
+/** google.rpc.Status in binary, as gRPC's `grpc-status-details-bin` carries it. */
+export function statusBinary(error: ConnectError): Uint8Array {
+  return toBinary(StatusSchema, statusOf(error));
+}
+
+function statusOf(error: ConnectError): Status {
+  return create(StatusSchema, { code: error.code, message: error.rawMessage, details: detailsAsAny(error) });
 }
 
 /** Reads back the ErrorInfo of an error, e.g. to label logs and metrics. */

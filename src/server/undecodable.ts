@@ -1,15 +1,16 @@
 import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import { invalidArgument } from "../errors.js";
+import { requestUndecodable } from "./request-body.js";
 import { toConnectError } from "./status.js";
 
 /**
  * connect-es answers a request body that does not decode as the method's request message with INTERNAL ("parse
  * binary: ..."), the mapping it shares with clients reading a bad response. On a server that is the caller's mistake,
- * so it becomes INVALID_ARGUMENT (category rejected) where the status travels outside the body: Connect unary (HTTP 500
- * before, 400 now) and gRPC trailers. gRPC-Web and Connect streams carry their status inside the body with HTTP 200 and
- * keep the library's mapping.
+ * so on connect-node's routes it becomes INVALID_ARGUMENT (category rejected) where the status travels outside the
+ * body: Connect unary (GET, brotli) and gRPC trailers (streams, the JSON codec, brotli). gRPC-Web and Connect streams
+ * carry their status inside the body with HTTP 200 and keep the library's mapping. The fast paths refuse such bodies
+ * themselves (`requestUndecodable`).
  */
 export async function refuseUndecodable(response: UniversalServerResponse): Promise<UniversalServerResponse> {
   const { body, trailer } = response;
@@ -35,7 +36,7 @@ async function* rewritingTrailer(body: AsyncIterable<Uint8Array>, trailer: Heade
   }
 }
 
-const undecodable = () => toConnectError(invalidArgument("REQUEST_UNDECODABLE", "the request body does not decode as the method's request message"));
+const undecodable = () => toConnectError(requestUndecodable());
 
 const isUndecodable = (message: string | undefined) => message?.startsWith("parse binary: ") === true;
 

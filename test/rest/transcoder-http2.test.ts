@@ -1,13 +1,17 @@
 import * as http2 from "node:http2";
 import type { AddressInfo } from "node:net";
-import { createConnectRouter, createContextValues } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { agentNotFound } from "../../src/errors.js";
 import { AgentService } from "../../src/gen/neuro_san/api/grpc/agent_pb.js";
 import { ChatMessage_ChatMessageType } from "../../src/gen/neuro_san/api/grpc/chat_pb.js";
+import { createLogger } from "../../src/logger.js";
 import { streamStartKey } from "../../src/server/context.js";
+import { Metrics } from "../../src/server/metrics.js";
+import { CallPipeline } from "../../src/server/pipeline/call-pipeline.js";
 import { createRestTranscoder } from "../../src/server/rest/transcoder.js";
-import { toConnectError } from "../../src/server/status.js";
+import { implement } from "../../src/server/routes.js";
+import { RpcMethods } from "../../src/server/rpc-methods.js";
 
 // The listener hands HTTP/2 (h2c) connections to an http2 server with the same handler: the
 // transcoder must speak through the HTTP/2 compatibility response just as well.
@@ -15,20 +19,25 @@ let server: http2.Http2Server;
 let client: http2.ClientHttp2Session;
 
 beforeAll(async () => {
-  const router = createConnectRouter();
-  router.service(AgentService, {
+  const agents: ServiceImpl<typeof AgentService> = {
     function: (request) => ({ function: { description: request.agentName } }),
     connectivity: () => ({}),
     async *streamingChat(request, context) {
-      if (request.agentName !== "math_guy") throw toConnectError(agentNotFound(request.agentName));
+      if (request.agentName !== "math_guy") throw agentNotFound(request.agentName);
       context.values.get(streamStartKey)();
       yield { response: { type: ChatMessage_ChatMessageType.AI, text: "one" } };
       yield { response: { type: ChatMessage_ChatMessageType.AGENT_FRAMEWORK, text: "two" } };
     },
+  };
+  const transcoder = createRestTranscoder({
+    services: [AgentService],
+    methods: new RpcMethods([implement(AgentService, agents)]),
+    pipeline: new CallPipeline({ logger: createLogger("silent"), metrics: new Metrics(), authenticate: () => undefined, forwardedMetadata: [] }),
+    maxRequestBytes: 1024,
+    shutdownSignal: new AbortController().signal,
   });
-  const transcoder = createRestTranscoder({ handlers: router.handlers, services: [AgentService], maxRequestBytes: 1024 });
   server = http2.createServer((req, res) => {
-    void transcoder.handle(req, res, createContextValues()).then((handled) => {
+    void transcoder.handle(req, res).then((handled) => {
       if (!handled) res.writeHead(404).end();
     });
   });

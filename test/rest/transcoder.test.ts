@@ -1,46 +1,56 @@
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import { create } from "@bufbuild/protobuf";
-import { createConnectRouter, createContextValues, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { agentNotFound } from "../../src/errors.js";
+import { AxonError, agentNotFound } from "../../src/errors.js";
 import { AgentService } from "../../src/gen/neuro_san/api/grpc/agent_pb.js";
 import { ChatMessage_ChatMessageType, ChatMessageSchema } from "../../src/gen/neuro_san/api/grpc/chat_pb.js";
 import { ConciergeService } from "../../src/gen/neuro_san/api/grpc/concierge_pb.js";
-import { protocolKey, streamStartKey } from "../../src/server/context.js";
-import { toConnectError } from "../../src/server/status.js";
+import { createLogger } from "../../src/logger.js";
+import { protocolKey, requestIdKey, streamStartKey } from "../../src/server/context.js";
+import { Metrics } from "../../src/server/metrics.js";
+import { CallPipeline } from "../../src/server/pipeline/call-pipeline.js";
 import { createRestTranscoder } from "../../src/server/rest/transcoder.js";
+import { implement } from "../../src/server/routes.js";
+import { RpcMethods } from "../../src/server/rpc-methods.js";
+import { answerBeforeBody } from "../support/early-answer.js";
 import { libraryService } from "./library-service.js";
 
 const maxRequestBytes = 2048;
 const known = new Set(["math_guy", "hello_world"]);
 
 // What the services saw, for the tests to inspect.
-const seen = { protocols: [] as string[], headers: [] as (string | null)[], intercepted: [] as string[], aborted: false };
+const seen = { protocols: [] as string[], headers: [] as (string | null)[], requestIds: [] as string[], aborted: false };
 let releaseSlowStream: () => void = () => {};
 let slowStreamSignal: AbortSignal | undefined;
+let hangingCall: AbortSignal | undefined;
 
-function routes(router: ConnectRouter): void {
-  router.service(ConciergeService, {
-    list: () => ({ agents: [{ agentName: "math_guy", description: "adds", tags: [] }] }),
-  });
-  router.service(AgentService, {
+const library = libraryService();
+const implementations = [
+  implement(ConciergeService, { list: () => ({ agents: [{ agentName: "math_guy", description: "adds", tags: [] }] }) }),
+  implement(AgentService, {
     function(request, context) {
       seen.protocols.push(context.values.get(protocolKey));
       seen.headers.push(context.requestHeader.get("user_id"));
-      if (!known.has(request.agentName)) throw toConnectError(agentNotFound(request.agentName));
+      seen.requestIds.push(context.values.get(requestIdKey));
+      if (request.agentName === "hang") {
+        hangingCall = context.signal;
+        return new Promise(() => {});
+      }
+      if (!known.has(request.agentName)) throw agentNotFound(request.agentName);
       context.responseHeader.set("request_id", "r-1");
       return { function: { description: `I am ${request.agentName}` } };
     },
     connectivity: (request) => ({ connectivityInfo: [{ origin: request.agentName, tools: ["a"], displayAs: "" }] }),
     async *streamingChat(request, context) {
       const text = request.userMessage?.text ?? "";
-      if (!known.has(request.agentName)) throw toConnectError(agentNotFound(request.agentName));
+      if (!known.has(request.agentName)) throw agentNotFound(request.agentName);
       context.values.get(streamStartKey)();
       const reply = (message: string) => ({ response: create(ChatMessageSchema, { type: ChatMessage_ChatMessageType.AI, text: message }) });
       if (text === "fail later") {
         yield reply("thinking");
-        throw toConnectError(agentNotFound("sub_agent"));
+        throw agentNotFound("sub_agent");
       }
       if (text === "slow") {
         slowStreamSignal = context.signal;
@@ -58,34 +68,40 @@ function routes(router: ConnectRouter): void {
       yield reply(`echo ${text}`);
       yield { response: { type: ChatMessage_ChatMessageType.AGENT_FRAMEWORK, text: "done", structure: { filter: request.chatFilter?.chatFilterType ?? 0 } } };
     },
-  });
-  const library = libraryService();
-  router.service(library, {
+  }),
+  implement(library, {
     getBook: (request: { name: string }) => ({ name: request.name, title: "Dune" }),
     updateBook: (request: { book?: Record<string, unknown>; notify: boolean }) => ({ ...request.book, draft: request.notify }),
     listBooks: (request: unknown) => ({ request }),
     unrouted: () => ({}),
-  } as never);
-}
+  } as never),
+];
 
-const recordingInterceptor: Interceptor = (next) => async (request) => {
-  seen.intercepted.push(request.method.name);
-  return next(request);
-};
-
+const logLines: Record<string, unknown>[] = [];
+const metrics = new Metrics();
 let server: http.Server;
 let base: string;
 
 beforeAll(async () => {
-  const router = createConnectRouter({ interceptors: [recordingInterceptor] });
-  routes(router);
+  const pipeline = new CallPipeline({
+    logger: createLogger("info", { write: (line: string) => void logLines.push(JSON.parse(line) as Record<string, unknown>) }),
+    metrics,
+    // The library stands in for an authenticated service: it takes only "Bearer let-me-in".
+    authenticate: (service, authorization) => {
+      if (service !== library || authorization === "Bearer let-me-in") return undefined;
+      throw new AxonError(Code.Unauthenticated, "UNAUTHENTICATED", "a valid bearer secret is required");
+    },
+    forwardedMetadata: ["request_id", "user_id"],
+  });
   const transcoder = createRestTranscoder({
-    handlers: router.handlers,
-    services: [ConciergeService, AgentService, libraryService()],
+    services: [ConciergeService, AgentService, library],
+    methods: new RpcMethods(implementations),
+    pipeline,
     maxRequestBytes,
+    shutdownSignal: new AbortController().signal,
   });
   server = http.createServer((req, res) => {
-    void transcoder.handle(req, res, createContextValues()).then((handled) => {
+    void transcoder.handle(req, res).then((handled) => {
       if (!handled) res.writeHead(404, { "content-type": "text/plain" }).end("not a REST route");
     });
   });
@@ -111,7 +127,7 @@ const lines = async (response: Response) =>
     .filter((line) => line.trim() !== "")
     .map((line) => JSON.parse(line) as Record<string, unknown>);
 
-describe("REST transcoding over the Connect router", () => {
+describe("REST transcoding, straight to the service implementation", () => {
   it("a unary GET fills the request from the path and answers snake_case JSON without empty fields", async () => {
     const response = await fetch(`${base}/api/v1/math_guy/function`, { headers: { user_id: "u-7" } });
     expect(response.status).toBe(200);
@@ -123,14 +139,47 @@ describe("REST transcoding over the Connect router", () => {
     expect(await connectivity.json()).toEqual({ connectivity_info: [{ origin: "hello_world", tools: ["a"] }] });
   });
 
-  it("REST calls run through the router's interceptors, marked as rest, with the client's headers", async () => {
+  it("REST calls meet the call pipeline once: marked as rest, named, with the client's headers, one log line and one count", async () => {
     seen.protocols.length = 0;
     seen.headers.length = 0;
-    seen.intercepted.length = 0;
-    await fetch(`${base}/api/v1/math_guy/function`, { headers: { user_id: "u-7" } });
-    expect(seen.intercepted).toEqual(["Function"]);
-    expect(seen.protocols).toEqual(["rest"]);
-    expect(seen.headers).toEqual(["u-7"]);
+    seen.requestIds.length = 0;
+    logLines.length = 0;
+    const count = async () =>
+      Number(/axon_requests_total\{route="[^"]*AgentService\/Function",protocol="rest",code="OK"\} (\d+)/.exec(await metrics.scrape())?.[1] ?? 0);
+    const before = await count();
+    const response = await fetch(`${base}/api/v1/math_guy/function`, { headers: { user_id: "u-7", request_id: "req-42" } });
+    expect(response.headers.get("x-request-id")).toBe("req-42");
+    expect(seen).toMatchObject({ protocols: ["rest"], headers: ["u-7"], requestIds: ["req-42"] });
+    expect(logLines).toEqual([
+      expect.objectContaining({ msg: "request", request_id: "req-42", route: "/dev.cognizant_ai.neuro_san.api.grpc.agent.AgentService/Function", protocol: "rest", code: "OK" }),
+    ]);
+    expect(await count()).toBe(before + 1);
+  });
+
+  it("a call without a request id gets one, sent back as x-request-id", async () => {
+    const response = await fetch(`${base}/api/v1/math_guy/function`);
+    expect(response.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it("connect-timeout-ms bounds the call: past it the answer is DEADLINE_EXCEEDED and the implementation's signal aborts", async () => {
+    const response = await fetch(`${base}/api/v1/hang/function`, { headers: { "connect-timeout-ms": "50" } });
+    expect(response.status).toBe(504);
+    expect(await response.json()).toMatchObject({ code: 4, details: [{ reason: "DEADLINE_EXCEEDED", metadata: { category: "timeout" } }] });
+    expect(hangingCall?.aborted).toBe(true);
+  });
+
+  it("a malformed connect-timeout-ms is INVALID_ARGUMENT naming the header", async () => {
+    const response = await fetch(`${base}/api/v1/math_guy/function`, { headers: { "connect-timeout-ms": "soon" } });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ code: 3, details: [{ reason: "INVALID_TIMEOUT" }, { fieldViolations: [{ field: "connect-timeout-ms" }] }] });
+  });
+
+  it("a call refused on its headers is answered before its body is read, and the connection closed", async () => {
+    const { status, connection } = await answerBeforeBody(`${base}/v1/shelves/s1/books/b1`, { method: "PATCH" });
+    expect(status).toBe(401);
+    expect(connection).toBe("close");
+    const allowed = await fetch(`${base}/v1/shelves/s1/books/b1`, { method: "PATCH", headers: { authorization: "Bearer let-me-in" }, body: "{}" });
+    expect(allowed.status).toBe(200);
   });
 
   it("an error from a unary call is a google.rpc.Status with ErrorInfo and the mapped HTTP status", async () => {
@@ -281,11 +330,12 @@ describe("REST transcoding over the Connect router", () => {
 
   describe("rules beyond neuro-san's", () => {
     it("multi-segment variables, additional bindings and query parameters reach the service", async () => {
-      const book = await fetch(`${base}/v1/shelves/s1/books/b1`);
+      const headers = { authorization: "Bearer let-me-in" };
+      const book = await fetch(`${base}/v1/shelves/s1/books/b1`, { headers });
       expect(await book.json()).toEqual({ name: "shelves/s1/books/b1", title: "Dune" });
-      const peek = await fetch(`${base}/v1/books/b2:peek`);
+      const peek = await fetch(`${base}/v1/books/b2:peek`, { headers });
       expect(await peek.json()).toEqual({ name: "b2", title: "Dune" });
-      const list = await fetch(`${base}/v1/shelves/s1/books?tags=a&tags=b&filter.kind=novel&include_drafts=true&page_size=5`);
+      const list = await fetch(`${base}/v1/shelves/s1/books?tags=a&tags=b&filter.kind=novel&include_drafts=true&page_size=5`, { headers });
       expect(await list.json()).toEqual({
         request: { shelf: "s1", page_size: 5, tags: ["a", "b"], include_drafts: true, filter: { kind: "NOVEL" } },
       });
@@ -294,6 +344,7 @@ describe("REST transcoding over the Connect router", () => {
     it("a body field and a nested path variable build one request", async () => {
       const response = await fetch(`${base}/v1/shelves/s1/books/b1?notify=true`, {
         method: "PATCH",
+        headers: { authorization: "Bearer let-me-in" },
         body: JSON.stringify({ title: "Dune", kind: "POETRY", isbn: "9780441013593" }),
       });
       expect(await response.json()).toEqual({ name: "shelves/s1/books/b1", title: "Dune", kind: "POETRY", isbn: "9780441013593", draft: true });

@@ -5,7 +5,7 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { projectRoot } from "./server.js";
 
-/** An Axon started as `npm start` starts it: `src/main.ts` in its own Node process, on 127.0.0.1, port 0. */
+/** An Axon started as `npm start` starts it: the build's `dist/main.js` in its own Node process, on 127.0.0.1, port 0. */
 export interface AxonProcess {
   /** `http://127.0.0.1:<port>` */
   url: string;
@@ -26,11 +26,11 @@ process.once("exit", () => {
 });
 
 /**
- * Spawns `node --import tsx src/main.ts` with the test's environment on top of this one's, and resolves
- * once it logs the URL it serves. Rejects with its stderr if it exits first.
+ * Spawns `node dist/main.js` (built from this tree by the tests' global setup) with the test's environment on top of
+ * this one's, and resolves once it logs the URL it serves. Rejects with its stderr if it exits first.
  */
 export async function startAxonProcess(env: Record<string, string>, options: { startupMs?: number } = {}): Promise<AxonProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const child = spawn(process.execPath, ["dist/main.js"], {
     cwd: projectRoot,
     env: {
       ...process.env,

@@ -2,9 +2,9 @@ import type * as http from "node:http";
 import type * as http2 from "node:http2";
 import type { JsonValue } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
-import { mergeNonProtocolHeaders } from "@connectrpc/connect/protocol";
+import { requestTooLargeReason } from "../request-body.js";
+import { visibleHeaders } from "../response-headers.js";
 import { errorInfoOf, httpStatusOf, statusJson } from "../status.js";
-import { requestTooLargeReason } from "./request-body.js";
 
 export type RestServerResponse = http.ServerResponse | http2.Http2ServerResponse;
 
@@ -17,7 +17,7 @@ export interface ResponseSink {
   readonly headersSent: boolean;
   readonly writableEnded: boolean;
   setHeader(name: string, value: string | number | readonly string[]): unknown;
-  writeHead(statusCode: number): unknown;
+  writeHead(statusCode: number, headers?: Record<string, string>): unknown;
   /** HTTP/1 only: writeHead alone waits for the first body write. */
   flushHeaders?(): void;
   write(chunk: string): boolean;
@@ -28,16 +28,18 @@ export interface ResponseSink {
 }
 
 export function writeJson(res: ResponseSink, status: number, json: JsonValue, headers?: Headers): void {
-  if (headers !== undefined) setHeaders(res, headers);
   const body = JSON.stringify(json);
-  res.statusCode = status;
-  res.setHeader("content-type", "application/json");
-  res.setHeader("content-length", Buffer.byteLength(body));
+  const head = visibleHeaders({ "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) }, headers);
+  res.writeHead(status, head);
   res.end(body);
 }
 
-/** A plain HTTP error: google.rpc.Status JSON with the mapped HTTP status. */
-export function writeStatusError(res: ResponseSink, error: ConnectError, options: { status?: number; headers?: Headers } = {}): void {
+/**
+ * A plain HTTP error: google.rpc.Status JSON with the mapped HTTP status. `close` ends an HTTP/1.1 connection whose
+ * request body was left unread.
+ */
+export function writeStatusError(res: ResponseSink, error: ConnectError, options: { status?: number; headers?: Headers; close?: boolean } = {}): void {
+  if (options.close) res.setHeader("connection", "close");
   writeJson(res, options.status ?? restHttpStatusOf(error), statusJson(error), options.headers);
 }
 
@@ -48,9 +50,5 @@ export function restHttpStatusOf(error: ConnectError): number {
 
 /** The service's own response headers, without the Connect/gRPC protocol ones. */
 export function setHeaders(res: ResponseSink, headers: Headers): void {
-  const visible = new Headers();
-  mergeNonProtocolHeaders(visible, headers);
-  visible.forEach((value, name) => {
-    res.setHeader(name, value);
-  });
+  for (const [name, value] of Object.entries(visibleHeaders({}, headers))) res.setHeader(name, value);
 }

@@ -2,7 +2,7 @@ import { hasOption, getOption, type DescMethod, type DescService } from "@bufbui
 import { http } from "../../gen/google/api/annotations_pb.js";
 import type { HttpRule } from "../../gen/google/api/http_pb.js";
 import { resolveFieldPath } from "./field-path.js";
-import { compareSpecificity, matchPathTemplate, parsePathTemplate, type PathTemplate, type PathVariables } from "./path-template.js";
+import { compareSpecificity, matchPathParts, parsePathTemplate, splitUrlPath, type PathTemplate, type PathVariables } from "./path-template.js";
 
 /** One REST binding of an RPC: a `google.api.http` rule or one of its `additional_bindings`. */
 export interface RestRoute {
@@ -47,8 +47,10 @@ export function readRestBindings(services: readonly DescService[]): RestRoute[] 
 /** The first route whose template fits the path and whose HTTP method is the request's. */
 export function findRoute(routes: readonly RestRoute[], httpMethod: string, urlPath: string): RouteMatch {
   const allowedMethods = new Set<string>();
+  const parts = splitUrlPath(urlPath);
+  if (parts === undefined) return { kind: "none" };
   for (const route of routes) {
-    const variables = matchPathTemplate(route.pathTemplate, urlPath);
+    const variables = matchPathParts(route.pathTemplate, parts);
     if (variables === undefined) continue;
     if (route.httpMethod === httpMethod.toUpperCase()) return { kind: "found", route, variables };
     allowedMethods.add(route.httpMethod);

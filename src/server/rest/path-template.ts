@@ -86,8 +86,18 @@ export function parsePathTemplate(template: string): PathTemplate {
  * or undefined when the path does not fit.
  */
 export function matchPathTemplate(template: PathTemplate, urlPath: string): PathVariables | undefined {
-  if (!urlPath.startsWith("/")) return undefined;
-  let parts = urlPath.slice(1).split("/");
+  const parts = splitUrlPath(urlPath);
+  return parts && matchPathParts(template, parts);
+}
+
+/** A URL path's segments (still percent-encoded), split once for every template it is matched against. */
+export function splitUrlPath(urlPath: string): readonly string[] | undefined {
+  return urlPath.startsWith("/") ? urlPath.slice(1).split("/") : undefined;
+}
+
+/** `matchPathTemplate` for a path already split by `splitUrlPath`. */
+export function matchPathParts(template: PathTemplate, pathParts: readonly string[]): PathVariables | undefined {
+  let parts = pathParts;
   if (template.verb !== undefined) {
     const last = parts[parts.length - 1] ?? "";
     const suffix = `:${template.verb}`;

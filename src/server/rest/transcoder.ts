@@ -1,52 +1,50 @@
-import type * as http from "node:http";
-import type * as http2 from "node:http2";
-import { fromBinary, toBinary, toJson, type DescMethod, type DescService, type JsonObject } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ContextValues } from "@connectrpc/connect";
-import type { UniversalHandler } from "@connectrpc/connect/protocol";
-import { httpStatusKey, protocolKey, streamStartKey } from "../context.js";
+import { toJson, type DescService, type JsonObject, type JsonValue, type Message } from "@bufbuild/protobuf";
+import { Code, ConnectError, type MethodImplSpec } from "@connectrpc/connect";
+import { httpStatusKey, streamStartKey } from "../context.js";
+import { parseConnectTimeout } from "../deadlines.js";
 import { typeRegistry } from "../descriptors.js";
-import { toConnectError } from "../status.js";
-import { errorOfConnectResponse, readAllBytes } from "./connect-response.js";
+import { headerIn, leavesUnreadBody, onClientGone } from "../http-request.js";
+import type { Call, CallPipeline } from "../pipeline/call-pipeline.js";
+import { DirectCall } from "../pipeline/direct-call.js";
+import { readRequestBody, type IncomingRequest } from "../request-body.js";
+import type { RpcMethods } from "../rpc-methods.js";
+import { statusJson } from "../status.js";
 import { compileRestRoutes, findRoute, type RestRoute } from "./http-rule.js";
 import { writeJson, writeStatusError, type ResponseSink } from "./http-response.js";
 import { JsonLinesWriter } from "./json-lines-writer.js";
 import { withNeuroSanFields } from "./neuro-san-json.js";
 import { parseJsonText } from "./lenient-json.js";
-import { readRequestBody, type RestIncomingRequest } from "./request-body.js";
 import { buildRequestMessage } from "./request-message.js";
-import { writeStreamResponse } from "./stream-response.js";
-import { createUniversalRequest } from "./universal-request.js";
 
 export type { RestRoute } from "./http-rule.js";
 
 export interface RestTranscoderOptions {
-  /** The Connect router's handlers: REST runs through them, interceptors included. */
-  handlers: readonly UniversalHandler[];
   /** The services whose http rules become routes. */
   services: readonly DescService[];
+  /** Their implementations: REST calls them directly. */
+  methods: RpcMethods;
+  pipeline: CallPipeline;
   maxRequestBytes: number;
+  /** Aborted once the shutdown grace has run out: what still streams is cancelled. */
+  shutdownSignal: AbortSignal;
 }
 
 export interface RestTranscoder {
   readonly routes: readonly RestRoute[];
   /** Returns false when no rule matches the path (caller answers 404). */
-  handle(
-    req: http.IncomingMessage | http2.Http2ServerRequest,
-    res: http.ServerResponse | http2.Http2ServerResponse,
-    contextValues: ContextValues,
-  ): Promise<boolean>;
+  handle(req: IncomingRequest, res: ResponseSink): Promise<boolean>;
 }
 
 /**
- * google.api.http transcoding over the Connect router: a REST request becomes the protobuf request
- * of its RPC, is served by the same in-process handler as gRPC and Connect, and its answer becomes
- * JSON (unary) or json-lines (server streams).
+ * google.api.http transcoding: a REST request becomes the protobuf request of its RPC (path, query and JSON body,
+ * read leniently), the service implementation answers it directly through the call pipeline, and the answer becomes
+ * JSON (unary) or json-lines (server streams) with `toJson`. No Connect round trip: JSON in, message, JSON out.
  */
 export function createRestTranscoder(options: RestTranscoderOptions): RestTranscoder {
   const routes = compileRestRoutes(options.services);
-  const handlers = new Map(routes.map((route) => [route.method, handlerFor(options.handlers, route.method)]));
+  const specs = new Map(routes.map((route) => [route.method, implementationOf(options.methods, route)]));
 
-  async function handle(req: RestIncomingRequest, res: ResponseSink, contextValues: ContextValues): Promise<boolean> {
+  async function handle(req: IncomingRequest, res: ResponseSink): Promise<boolean> {
     const url = new URL(req.url ?? "/", "http://localhost");
     const match = findRoute(routes, req.method ?? "GET", url.pathname);
     if (match.kind === "none") return false;
@@ -57,40 +55,56 @@ export function createRestTranscoder(options: RestTranscoderOptions): RestTransc
       writeStatusError(res, new ConnectError("method not allowed", Code.Unimplemented), { status: 405 });
       return true;
     }
-
     const { route, variables } = match;
-    contextValues.set(protocolKey, "rest");
-    const abort = abortOnDisconnect(res);
+    const header = (name: string): string | undefined => headerIn(req.headers, name);
+    const call = options.pipeline.begin({ method: route.method, protocol: "rest", header });
+    res.setHeader("x-request-id", call.requestId);
+    let writer: JsonLinesWriter | undefined;
+    const answerError = (status: ConnectError): void => {
+      if (writer?.started) {
+        // After the 200 went out, the error is one more line (neuro-san's convention), then the end.
+        void writer.writeLine(statusJson(status)).then(() => writer!.end());
+      } else if (!res.headersSent && !res.writableEnded) {
+        writeStatusError(res, status, { headers: status.metadata, close: leavesUnreadBody(req) });
+      }
+    };
+    let timeoutMs: number | undefined;
+    try {
+      if (call.refusal !== undefined) throw call.refusal;
+      timeoutMs = parseConnectTimeout(header("connect-timeout-ms"));
+    } catch (error) {
+      answerError(call.finish(error)!);
+      return true;
+    }
+
+    const context = new DirectCall({
+      call,
+      spec: specs.get(route.method)!,
+      protocolName: "rest",
+      requestMethod: req.method ?? "GET",
+      headers: req.headers,
+      path: req.url ?? "/",
+      timeoutMs,
+      shutdownSignal: options.shutdownSignal,
+      answerError,
+    });
+    const clientGone = new AbortController();
+    onClientGone(res, (reason) => {
+      clientGone.abort(reason);
+      context.abort(reason);
+    });
     try {
       const body = route.body === "" ? undefined : parseJsonText(await readRequestBody(req, options.maxRequestBytes));
-      const message = buildRequestMessage(route, { variables, query: url.searchParams, body });
-      const streaming = route.method.methodKind === "server_streaming";
-      const writer = streaming ? new JsonLinesWriter(res, abort.signal) : undefined;
-      if (writer !== undefined) contextValues.set(streamStartKey, () => writer.start());
-
-      const handler = handlers.get(route.method)!;
-      const response = await handler(
-        createUniversalRequest({
-          req,
-          requestPath: handler.requestPath,
-          streaming,
-          message: toBinary(route.method.input, message),
-          signal: abort.signal,
-          contextValues,
-        }),
-      );
-      if (writer !== undefined) {
-        await writeStreamResponse({ res, method: route.method, response, writer, signal: abort.signal });
+      const request = buildRequestMessage(route, { variables, query: url.searchParams, body });
+      if (route.method.methodKind === "server_streaming") {
+        writer = new JsonLinesWriter(res, clientGone.signal);
+        await streamJsonLines(route, context, call, writer, request);
       } else {
-        const status = response.status === 200 ? contextValues.get(httpStatusKey) : response.status;
-        writeUnaryResponse(res, route, status, await readAllBytes(response.body), response.header);
+        const response = await context.unary(request);
+        if (context.succeed()) writeJson(res, call.values.get(httpStatusKey), restResponseJson(route, response), context.sentHeaders.header);
       }
     } catch (error) {
-      if (!abort.signal.aborted && !res.headersSent) {
-        writeStatusError(res, toConnectError(error), { headers: closeAfterHttp1(req) });
-      } else if (!res.writableEnded) {
-        res.end();
-      }
+      context.fail(error);
     }
     return true;
   }
@@ -98,39 +112,40 @@ export function createRestTranscoder(options: RestTranscoderOptions): RestTransc
   return { routes, handle };
 }
 
-function writeUnaryResponse(res: ResponseSink, route: RestRoute, status: number, body: Uint8Array, header: Headers | undefined): void {
-  if (status >= 300) {
-    writeStatusError(res, errorOfConnectResponse(status, body, header), { headers: header });
-    return;
-  }
+/**
+ * The JSON of a unary REST answer: the response message, or the field its rule's `response_body` names, in canonical
+ * protobuf JSON. The one place a REST unary answer is produced.
+ */
+export function restResponseJson(route: RestRoute, response: Message): JsonValue {
   const { output } = route.method;
-  const message = toJson(output, fromBinary(output, body), { registry: typeRegistry }) as JsonObject;
-  const field = output.fields.find((candidate) => candidate.name === route.responseBody);
-  writeJson(res, status, withNeuroSanFields(route.method, field ? (message[field.jsonName] ?? {}) : message), header);
+  const json = withNeuroSanFields(route.method, toJson(output, response, { registry: typeRegistry })) as JsonObject;
+  if (route.responseBody === "") return json;
+  const field = output.fields.find((candidate) => candidate.name === route.responseBody)!;
+  return json[field.jsonName] ?? {};
 }
 
-function handlerFor(handlers: readonly UniversalHandler[], method: DescMethod): UniversalHandler {
-  const requestPath = `/${method.parent.typeName}/${method.name}`;
-  const handler = handlers.find((candidate) => candidate.method === method) ?? handlers.find((candidate) => candidate.requestPath === requestPath);
-  if (handler === undefined) throw new Error(`REST route for ${requestPath} has no handler in the router`);
-  return handler;
+/**
+ * neuro-san's json-lines stream: the 200 and the headers go out when the implementation says the stream has started
+ * (errors before that are plain HTTP errors), then one line per message as it is produced.
+ */
+async function streamJsonLines(route: RestRoute, context: DirectCall, call: Call, writer: JsonLinesWriter, request: Message): Promise<void> {
+  const start = (): void => {
+    writer.start(context.sentHeaders.header);
+    call.streamStarted();
+  };
+  call.values.set(streamStartKey, start);
+  for await (const message of context.serverStream(request)) {
+    if (context.isAnswered) return;
+    start();
+    await writer.writeLine(toJson(route.method.output, message, { registry: typeRegistry }));
+  }
+  // A stream that ended cleanly is a 200 even when it carried no message.
+  if (!context.isAnswered) start();
+  if (context.succeed()) writer.end();
 }
 
-// "close" before "finish" means the client went away: the call is cancelled like a reset gRPC stream.
-function abortOnDisconnect(res: ResponseSink): AbortController {
-  const abort = new AbortController();
-  let finished = false;
-  res.once("finish", () => {
-    finished = true;
-  });
-  res.once("close", () => {
-    if (!finished) abort.abort(new ConnectError("client closed the connection", Code.Canceled));
-  });
-  return abort;
-}
-
-// A request refused before its body was read (too large, say) leaves bytes on an HTTP/1 connection:
-// closing it is cheaper than reading them. HTTP/2 resets just the stream.
-function closeAfterHttp1(req: RestIncomingRequest): Headers | undefined {
-  return req.httpVersionMajor === 1 && !req.complete ? new Headers({ connection: "close" }) : undefined;
+function implementationOf(methods: RpcMethods, route: RestRoute): MethodImplSpec {
+  const spec = methods.of(route.method);
+  if (spec === undefined) throw new Error(`REST route ${route.httpMethod} ${route.template} has no implementation`);
+  return spec;
 }

@@ -22,6 +22,9 @@ interface Waiter {
  * (crash, out of memory, terminated), every request it had not answered fails as a closed connection, which
  * storage-errors.ts counts as unavailable, and so does every later one: nothing waits forever.
  */
+// Built (dist/), the thread runs its JavaScript; from the sources, thread-entry.mjs registers tsx before loading it.
+const threadEntry = import.meta.url.endsWith(".js") ? "./thread-main.js" : "./thread-entry.mjs";
+
 export class DatabaseThread {
   private readonly waiters = new Map<number, Waiter>();
   private lastId = 0;
@@ -33,7 +36,7 @@ export class DatabaseThread {
     const { port1: port, port2: threadPort } = new MessageChannel();
     const replies = new Int32Array(new SharedArrayBuffer(4));
     const channel: ThreadChannel = { port: threadPort, replies };
-    const worker = new Worker(new URL("./thread-entry.mjs", import.meta.url), {
+    const worker = new Worker(new URL(threadEntry, import.meta.url), {
       workerData: { options, channel },
       transferList: [threadPort],
       ...(settings.heapLimitMb === undefined ? {} : { resourceLimits: { maxOldGenerationSizeMb: settings.heapLimitMb } }),

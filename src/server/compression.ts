@@ -1,0 +1,24 @@
+import { promisify } from "node:util";
+import zlib from "node:zlib";
+import { requestTooLarge, requestUndecodable } from "./request-body.js";
+
+/** Messages at least this large are gzipped for a client that accepts it (connect-es's threshold too). */
+export const compressMinBytes = 1024;
+
+export const gzip: (bytes: Uint8Array) => Promise<Buffer> = promisify(zlib.gzip);
+const gunzip = promisify(zlib.gunzip) as (bytes: Uint8Array, options: zlib.ZlibOptions) => Promise<Buffer>;
+
+/** Decompresses a request body, refusing one that inflates past the limit (a gzip bomb stops there). */
+export async function gunzipBounded(bytes: Uint8Array, maxBytes: number): Promise<Buffer> {
+  try {
+    return await gunzip(bytes, { maxOutputLength: maxBytes });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") throw requestTooLarge(maxBytes);
+    throw requestUndecodable("the body is not valid gzip");
+  }
+}
+
+/** Whether an accept-encoding list (`gzip, br;q=0.5`) names gzip. */
+export function acceptsGzip(accepted: string | undefined): boolean {
+  return accepted !== undefined && /(?:^|,)\s*gzip\s*(?:;|,|$)/i.test(accepted) && !/(?:^|,)\s*gzip\s*;\s*q=0(?:\.0*)?\s*(?:,|$)/i.test(accepted);
+}

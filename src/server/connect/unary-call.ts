@@ -1,0 +1,111 @@
+import { create, fromBinary, fromJson, toBinary, toJson, type DescMessage, type Message } from "@bufbuild/protobuf";
+import type { ConnectError } from "@connectrpc/connect";
+import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { acceptsGzip, compressMinBytes, gzip } from "../compression.js";
+import { parseConnectTimeout } from "../deadlines.js";
+import { typeRegistry } from "../descriptors.js";
+import { headerIn, leavesUnreadBody, onClientGone } from "../http-request.js";
+import type { HttpResponse } from "../listener.js";
+import type { CallPipeline } from "../pipeline/call-pipeline.js";
+import { DirectCall } from "../pipeline/direct-call.js";
+import { readRequestBody, requestUndecodable, type IncomingRequest } from "../request-body.js";
+import { visibleHeaders } from "../response-headers.js";
+import type { ResolvedMethod } from "../rpc-methods.js";
+
+export interface ConnectUnaryOptions {
+  pipeline: CallPipeline;
+  maxRequestBytes: number;
+  shutdownSignal: AbortSignal;
+}
+
+type ConnectCodec = "json" | "proto";
+
+const jsonContentType = /^application\/json(?:; ?charset=utf-?8)?$/i;
+
+/**
+ * The Connect fast path: serves a request for an RPC method when it is a Connect unary call it speaks (POST, JSON or
+ * protobuf, identity or gzip), and declines (undefined) anything else: GET, other compressions, streams, gRPC-Web.
+ */
+export function connectUnaryRoute(options: ConnectUnaryOptions): (req: IncomingRequest, res: HttpResponse, rpc: ResolvedMethod) => Promise<void> | undefined {
+  return (req, res, rpc) => {
+    const codec = rpc.spec.kind === "unary" ? codecOf(req) : undefined;
+    return codec && serveConnectUnary(req, res, rpc, codec, options);
+  };
+}
+
+function codecOf(req: IncomingRequest): ConnectCodec | undefined {
+  if (req.method !== "POST") return undefined;
+  const encoding = req.headers["content-encoding"];
+  if (encoding !== undefined && encoding !== "identity" && encoding !== "gzip") return undefined;
+  const type = req.headers["content-type"] ?? "";
+  if (type === "application/proto") return "proto";
+  return jsonContentType.test(type) ? "json" : undefined;
+}
+
+/**
+ * One Connect unary call (connectrpc.com/docs/protocol): the pipeline opens it on the headers, the body is the request
+ * message in the request's codec, and the answer is the response message with HTTP 200, or the Connect error JSON with
+ * the code's HTTP status. Response headers travel as headers, trailers as `trailer-` headers.
+ */
+async function serveConnectUnary(req: IncomingRequest, res: HttpResponse, target: ResolvedMethod, codec: ConnectCodec, options: ConnectUnaryOptions): Promise<void> {
+  const { method } = target.spec;
+  const header = (name: string): string | undefined => headerIn(req.headers, name);
+  const call = options.pipeline.begin({ method, protocol: "connect", header, pathAgentName: target.pathAgentName });
+  const answerError = (status: ConnectError): void => {
+    if (res.headersSent || res.writableEnded) return;
+    const headers = visibleHeaders({ "content-type": "application/json", "x-request-id": call.requestId }, status.metadata);
+    if (leavesUnreadBody(req)) headers.connection = "close";
+    send(res, codeToHttpStatus(status.code), headers, errorToJsonBytes(status, {}));
+  };
+  let timeoutMs: number | undefined;
+  try {
+    if (call.refusal !== undefined) throw call.refusal;
+    timeoutMs = parseConnectTimeout(header("connect-timeout-ms"));
+  } catch (error) {
+    return answerError(call.finish(error)!);
+  }
+
+  const context = new DirectCall({
+    call,
+    spec: target.spec,
+    protocolName: "connect",
+    requestMethod: "POST",
+    headers: req.headers,
+    path: req.url ?? "/",
+    timeoutMs,
+    shutdownSignal: options.shutdownSignal,
+    answerError,
+  });
+  onClientGone(res, (reason) => context.abort(reason));
+  try {
+    const request = decode(method.input, codec, await readRequestBody(req, options.maxRequestBytes, { allowGzip: true }));
+    const response = await context.unary(request);
+    let body: Uint8Array = codec === "proto" ? toBinary(method.output, response) : Buffer.from(JSON.stringify(toJson(method.output, response, { registry: typeRegistry })));
+    const gzipped = acceptsGzip(header("accept-encoding")) && body.byteLength >= compressMinBytes;
+    if (gzipped) body = await gzip(body);
+    if (!context.succeed()) return;
+    const { header: sentHeader, trailer } = context.sentHeaders;
+    const headers = visibleHeaders({ "content-type": codec === "proto" ? "application/proto" : "application/json", "x-request-id": call.requestId }, sentHeader);
+    if (gzipped) headers["content-encoding"] = "gzip";
+    for (const [name, value] of Object.entries(visibleHeaders({}, trailer))) headers[`trailer-${name}`] = value;
+    send(res, 200, headers, body);
+  } catch (error) {
+    context.fail(error);
+  }
+}
+
+function decode(schema: DescMessage, codec: ConnectCodec, bytes: Uint8Array): Message {
+  try {
+    if (codec === "proto") return fromBinary(schema, bytes);
+    if (bytes.byteLength === 0) return create(schema);
+    return fromJson(schema, JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8")), { registry: typeRegistry });
+  } catch (error) {
+    throw requestUndecodable(codec === "json" && error instanceof Error ? error.message : undefined);
+  }
+}
+
+function send(res: HttpResponse, status: number, headers: Record<string, string>, body: Uint8Array): void {
+  headers["content-length"] = String(body.byteLength);
+  (res as { writeHead(status: number, headers: Record<string, string>): unknown }).writeHead(status, headers);
+  (res as { end(chunk: Uint8Array): unknown }).end(body);
+}

@@ -1,0 +1,140 @@
+import { randomUUID } from "node:crypto";
+import type { DescMethod } from "@bufbuild/protobuf";
+import { Code, createContextValues, type ConnectError, type ContextValues } from "@connectrpc/connect";
+import type { Logger } from "../../logger.js";
+import type { ServiceAuthenticator } from "../authenticate.js";
+import { pathAgentNameKey, principalKey, protocolKey, requestIdKey, requestMetadataKey, type Protocol } from "../context.js";
+import { okCode, type Metrics, type RouteMetrics } from "../metrics.js";
+import { errorInfoOf, isExpected, toConnectError } from "../status.js";
+
+/** What a transport knows of a call once its headers have arrived, before any of its body. */
+export interface CallStart {
+  readonly method: DescMethod;
+  readonly protocol: Protocol;
+  /** A request header by its lower-case name (metadata, the bearer and the request id travel in headers everywhere). */
+  header(name: string): string | undefined;
+  /** The agent named by neuro-san's legacy method path `/<agent>.AgentService/<Method>`. */
+  readonly pathAgentName?: string | undefined;
+  /** The context values to fill: connect-node's own on its routes, fresh ones otherwise. */
+  readonly values?: ContextValues;
+}
+
+export interface CallPipelineOptions {
+  logger: Logger;
+  metrics: Metrics;
+  authenticate: ServiceAuthenticator;
+  /** AGENT_FORWARDED_REQUEST_METADATA: headers copied into the call's metadata. */
+  forwardedMetadata: readonly string[];
+}
+
+/**
+ * The one pipeline every RPC meets, whatever carried it (gRPC, Connect, gRPC-Web, REST): it names the call (request id,
+ * forwarded metadata), authenticates it, and when it ends maps its error to google.rpc.Status, counts it and writes its
+ * one log line. Transports only frame: they call `begin` as soon as the headers are in, and `finish` once.
+ */
+export class CallPipeline {
+  private readonly routes = new Map<DescMethod, Map<Protocol, BoundRoute>>();
+  // A forwarded `request_id` may also arrive as `request-id`: headers with underscores get dropped by some proxies.
+  private readonly forwarded: readonly (readonly [name: string, alternative: string])[];
+
+  constructor(private readonly options: CallPipelineOptions) {
+    this.forwarded = options.forwardedMetadata.map((name) => [name, name.replaceAll("_", "-")] as const);
+  }
+
+  /**
+   * Opens a call from its headers alone, so that nothing of a refused call's body need ever be read. A refused call
+   * comes back finished (counted and logged) with its `refusal` to answer.
+   */
+  begin(start: CallStart): Call {
+    const values = start.values ?? createContextValues();
+    values.set(protocolKey, start.protocol);
+    if (start.pathAgentName !== undefined) values.set(pathAgentNameKey, start.pathAgentName);
+    const metadata: Record<string, string> = {};
+    for (const [name, alternative] of this.forwarded) {
+      const value = start.header(name) ?? start.header(alternative);
+      if (value) metadata[name] = value;
+    }
+    const requestId = metadata.request_id ?? start.header("x-request-id") ?? randomUUID();
+    metadata.request_id = requestId;
+    values.set(requestIdKey, requestId);
+    values.set(requestMetadataKey, metadata);
+
+    const call = new Call(this.options.logger, this.bound(start.method, start.protocol), start.protocol, requestId, values);
+    try {
+      const principal = this.options.authenticate(start.method.parent, start.header("authorization"));
+      if (principal) values.set(principalKey, principal);
+    } catch (error) {
+      call.refusal = call.finish(error);
+    }
+    return call;
+  }
+
+  private bound(method: DescMethod, protocol: Protocol): BoundRoute {
+    let byProtocol = this.routes.get(method);
+    if (byProtocol === undefined) {
+      byProtocol = new Map();
+      this.routes.set(method, byProtocol);
+    }
+    let bound = byProtocol.get(protocol);
+    if (bound === undefined) {
+      const route = `/${method.parent.typeName}/${method.name}`;
+      bound = { route, metrics: this.options.metrics.forRoute(route, protocol) };
+      byProtocol.set(protocol, bound);
+    }
+    return bound;
+  }
+}
+
+interface BoundRoute {
+  readonly route: string;
+  readonly metrics: RouteMetrics;
+}
+
+/** One call between `begin` and `finish`. */
+export class Call {
+  private readonly started = performance.now();
+  private finished = false;
+  private streaming = false;
+  /** Why the call was refused on its headers alone (authentication), if it was: it is already finished. */
+  refusal: ConnectError | undefined;
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly route: BoundRoute,
+    readonly protocol: Protocol,
+    readonly requestId: string,
+    /** What the implementation reads from its HandlerContext: principal, request id, metadata, protocol. */
+    readonly values: ContextValues,
+  ) {}
+
+  /** A server stream has started: it counts as in flight until it finishes. */
+  streamStarted(): void {
+    if (this.streaming || this.finished) return;
+    this.streaming = true;
+    this.route.metrics.streamOpened();
+  }
+
+  /**
+   * Ends the call, once: maps what was thrown through the one status mapper, counts the outcome and writes the call's
+   * one log line. Returns the error as the client must see it (undefined for success), however often it is called.
+   */
+  finish(error?: unknown): ConnectError | undefined {
+    const mapped = error === undefined ? undefined : toConnectError(error);
+    if (this.finished) return mapped;
+    this.finished = true;
+    const ms = performance.now() - this.started;
+    this.route.metrics.finished(mapped?.code ?? okCode, ms / 1000);
+    if (this.streaming) this.route.metrics.streamClosed();
+    if (mapped === undefined) {
+      if (this.logger.isLevelEnabled("info")) {
+        this.logger.info({ request_id: this.requestId, route: this.route.route, protocol: this.protocol, code: "OK", ms: Math.round(ms) }, "request");
+      }
+      return undefined;
+    }
+    // Logs carry the error's category (Agent V1 §7), never its message or metadata.
+    const fields = { request_id: this.requestId, route: this.route.route, protocol: this.protocol, code: Code[mapped.code], ms: Math.round(ms), category: errorInfoOf(mapped)?.metadata.category };
+    if (isExpected(error)) this.logger.info(fields, "request");
+    else this.logger.error({ ...fields, err: error }, "request failed");
+    return mapped;
+  }
+}

@@ -1,0 +1,77 @@
+import { Code, ConnectError, createContextKey, type ContextValues, type HandlerContext, type Interceptor } from "@connectrpc/connect";
+import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { codeFromHttpStatus } from "@connectrpc/connect/protocol-connect";
+import { protocolKey } from "../context.js";
+import type { Call, CallPipeline } from "./call-pipeline.js";
+
+interface OpenCall {
+  readonly call: Call;
+  /** connect-node writes a gRPC and gRPC-Web outcome here, even one it reached before any interceptor ran. */
+  readonly trailer: Headers;
+}
+
+const openCallKey = createContextKey<OpenCall | undefined>(undefined, { description: "the pipeline's call" });
+
+/**
+ * What connect-node's routes (Connect streams and GET, gRPC-Web, gRPC streams) need to meet the same call pipeline as
+ * the fast paths: a request gate that opens the call on its headers before connect-node reads any body, and an
+ * interceptor that maps what the implementation throws and finishes the call when its answer (or stream) ends.
+ */
+export function connectPipeline(pipeline: CallPipeline): {
+  requestGate: (context: HandlerContext) => void;
+  interceptor: Interceptor;
+  /** After the response went out: finishes a call connect-node refused before any interceptor ran (a bad body, say). */
+  finishRefused: (values: ContextValues, response: UniversalServerResponse) => void;
+} {
+  return {
+    requestGate(context) {
+      const call = pipeline.begin({
+        method: context.method,
+        protocol: context.values.get(protocolKey),
+        header: (name) => context.requestHeader.get(name) ?? undefined,
+        values: context.values,
+      });
+      context.values.set(openCallKey, { call, trailer: context.responseTrailer });
+      context.responseHeader.set("x-request-id", call.requestId);
+      if (call.refusal !== undefined) throw call.refusal;
+    },
+
+    interceptor: (next) => async (request) => {
+      const { call } = request.contextValues.get(openCallKey)!;
+      let response;
+      try {
+        response = await next(request);
+      } catch (error) {
+        throw call.finish(error);
+      }
+      if (!response.stream) {
+        call.finish();
+        return response;
+      }
+      call.streamStarted();
+      const messages = response.message;
+      return {
+        ...response,
+        message: (async function* () {
+          let failure: unknown;
+          try {
+            yield* messages;
+          } catch (error) {
+            failure = error;
+            throw call.finish(error);
+          } finally {
+            call.finish(failure ?? (request.signal.aborted ? new ConnectError("cancelled", Code.Canceled) : undefined));
+          }
+        })(),
+      };
+    },
+
+    finishRefused(values, response) {
+      const open = values.get(openCallKey);
+      if (open === undefined) return;
+      const grpcStatus = open.trailer.get("grpc-status") ?? response.trailer?.get("grpc-status");
+      const code = grpcStatus !== null && grpcStatus !== undefined ? Number(grpcStatus) : response.status === 200 ? 0 : codeFromHttpStatus(response.status);
+      open.call.finish(code === 0 ? undefined : new ConnectError("refused by the protocol layer", code in Code ? (code as Code) : Code.Unknown));
+    },
+  };
+}

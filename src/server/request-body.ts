@@ -1,0 +1,84 @@
+import type * as http from "node:http";
+import type * as http2 from "node:http2";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { AxonError, invalidArgument } from "../errors.js";
+import { gunzipBounded } from "./compression.js";
+
+export type IncomingRequest = http.IncomingMessage | http2.Http2ServerRequest;
+
+/** The ErrorInfo reason of an oversized body; REST answers it with HTTP 413 rather than 429. */
+export const requestTooLargeReason = "REQUEST_TOO_LARGE";
+
+/**
+ * Reads the whole body, refusing more than `maxBytes`: at once from Content-Length, else as soon as the count passes
+ * it. A gzip body (where the protocol allows one) is inflated within the same limit. It listens for events rather than
+ * iterating, because leaving a for-await destroys the request and with it the socket the refusal must still go out on.
+ */
+export async function readRequestBody(req: IncomingRequest, maxBytes: number, options: { allowGzip?: boolean } = {}): Promise<Uint8Array> {
+  const encoding = req.headers["content-encoding"]?.toLowerCase();
+  const gzipped = encoding === "gzip" && options.allowGzip === true;
+  if (encoding !== undefined && encoding !== "identity" && !gzipped) {
+    throw new AxonError(Code.InvalidArgument, "UNSUPPORTED_CONTENT_ENCODING", options.allowGzip ? "request bodies may only be gzipped" : "request bodies must not be compressed", {
+      metadata: { content_encoding: encoding },
+    });
+  }
+  const declared = Number(req.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > maxBytes) throw requestTooLarge(maxBytes);
+  const body = req.readableEnded ? new Uint8Array(0) : await readBounded(req, maxBytes);
+  return gzipped ? gunzipBounded(body, maxBytes) : body;
+}
+
+function readBounded(req: IncomingRequest, maxBytes: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer | string): void => {
+      const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+      size += bytes.byteLength;
+      if (size > maxBytes) {
+        stop();
+        req.pause();
+        reject(requestTooLarge(maxBytes));
+        return;
+      }
+      chunks.push(bytes);
+    };
+    const onEnd = (): void => {
+      stop();
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    };
+    const onClose = (): void => {
+      stop();
+      reject(new ConnectError("client closed the request", Code.Canceled));
+    };
+    const onError = (error: Error): void => {
+      stop();
+      reject(new ConnectError("request body could not be read", Code.Canceled, undefined, undefined, error));
+    };
+    const stop = (): void => {
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("close", onClose);
+      req.off("error", onError);
+    };
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.on("close", onClose);
+    req.on("error", onError);
+  });
+}
+
+export function requestTooLarge(maxBytes: number): AxonError {
+  return new AxonError(Code.ResourceExhausted, requestTooLargeReason, "request body too large", {
+    metadata: { max_bytes: String(maxBytes) },
+  });
+}
+
+/** A body that does not decode as the method's request message: the caller's mistake, never INTERNAL. */
+export function requestUndecodable(description?: string): AxonError {
+  return invalidArgument(
+    "REQUEST_UNDECODABLE",
+    "the request body does not decode as the method's request message",
+    description === undefined ? [] : [{ field: "", description }],
+  );
+}
