@@ -1,6 +1,6 @@
 import Sqlite from "better-sqlite3";
 import pg from "pg";
-import { newId } from "../src/operations/broker.js";
+import { newId } from "../src/operations/lifecycle.js";
 import { openDatabase, type Provider } from "../src/store/database.js";
 
 /*

@@ -17,9 +17,10 @@ import { migrationsDirectory, type Provider } from "./schema-files.js";
 export type PrismaClient = SqlitePrismaClient;
 export { Prisma } from "../gen/prisma/sqlite/client.js";
 export type {
-  AdmissionCounter,
   AuditRecord,
+  ClientLoad,
   Event,
+  GlobalLoad,
   Grant,
   Operation,
   Principal,
@@ -31,6 +32,11 @@ export type { Provider };
 
 export interface Database {
   prisma: PrismaClient;
+  /**
+   * For background work that must not queue behind requests (the execution worker's claims, outcomes and lease
+   * heartbeats): on PostgreSQL a client with a small pool of its own; on SQLite `prisma` itself.
+   */
+  background: PrismaClient;
   provider: Provider;
   /** The migrations this open applied (empty when the database was current). */
   appliedMigrations: string[];
@@ -48,6 +54,8 @@ const sqliteBusyTimeoutMs = 5_000;
  * failing with UNAVAILABLE; pg's default is forever. A refused connection fails at once whatever this says.
  */
 const postgresConnectTimeoutMs = 5_000;
+/** Connections of the background pool: claims, outcome writes, progress and heartbeats, a few at a time. */
+const backgroundPoolSize = 3;
 /** Serializes start-up migrations of replicas sharing one PostgreSQL database (any constant key of Axon's own). */
 const migrationLockKey = 0x4158_4f4e; // "AXON"
 
@@ -76,11 +84,16 @@ export async function openDatabase(databaseUrl: string, options: OpenDatabaseOpt
       ? new SqlitePrismaClient({ adapter: target.clientAdapter() })
       : (new PostgresPrismaClient({ adapter: target.clientAdapter() }) as unknown as PrismaClient);
   await prisma.$connect();
+  const background = target.backgroundAdapter ? (new PostgresPrismaClient({ adapter: target.backgroundAdapter() }) as unknown as PrismaClient) : prisma;
   return {
     prisma,
+    background,
     provider,
     appliedMigrations,
-    close: () => prisma.$disconnect(),
+    close: async () => {
+      await prisma.$disconnect();
+      if (background !== prisma) await background.$disconnect();
+    },
   };
 }
 
@@ -97,6 +110,8 @@ interface Target {
   migrate(apply: () => Promise<string[]>): Promise<string[]>;
   migrationAdapter(): SqlMigrationAwareDriverAdapterFactory;
   clientAdapter(): SqlMigrationAwareDriverAdapterFactory;
+  /** A separate pool for `Database.background`, where the database has pools. */
+  backgroundAdapter?(): SqlMigrationAwareDriverAdapterFactory;
 }
 
 function sqliteTarget(databaseUrl: string): Target {
@@ -148,9 +163,29 @@ function postgresTarget(databaseUrl: string): Target {
         await client.end(); // ends the session, releasing the lock even if unlocking was never reached
       }
     },
-    // Its own pool, ended when the engine is done with it, so no session of the engine outlives the migration step.
-    migrationAdapter: () => new PrismaPg({ connectionString: databaseUrl }),
+    migrationAdapter: () => postgresMigrationAdapter(databaseUrl),
     clientAdapter: () => new PrismaPg({ connectionString: databaseUrl, connectionTimeoutMillis: postgresConnectTimeoutMs }),
+    backgroundAdapter: () => new PrismaPg({ connectionString: databaseUrl, connectionTimeoutMillis: postgresConnectTimeoutMs, max: backgroundPoolSize }),
+  };
+}
+
+/**
+ * What the schema engine applies PostgreSQL migrations through: its own pool, ended when the engine is done with it
+ * (so no session of the engine outlives the migration step), sending each migration script whole. PrismaPg splits a
+ * script at every `;`, which cuts the dollar-quoted bodies of trigger functions apart; the server splits it correctly
+ * itself, and runs it as one transaction.
+ */
+export function postgresMigrationAdapter(databaseUrl: string): SqlMigrationAwareDriverAdapterFactory {
+  const factory = new PrismaPg({ connectionString: databaseUrl });
+  return {
+    provider: factory.provider,
+    adapterName: factory.adapterName,
+    connect: async () => {
+      const adapter = await factory.connect();
+      adapter.executeScript = async (script) => void (await adapter.executeRaw({ sql: script, args: [], argTypes: [] }));
+      return adapter;
+    },
+    connectToShadowDb: () => factory.connectToShadowDb(),
   };
 }
 

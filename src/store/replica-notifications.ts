@@ -58,7 +58,7 @@ export async function listenToReplicas(
       const client = await listen().catch(() => undefined);
       if (client === undefined) continue;
       if (closing.signal.aborted) {
-        await client.end();
+        await client.end().catch(() => undefined);
         return;
       }
       listener = client;

@@ -56,6 +56,15 @@ export function isStorageError(error: unknown): boolean {
   );
 }
 
+/** True when the database refused a write for a unique key already taken (P2002, or a raw query's adapter error). */
+export function isUniqueViolation(error: unknown): boolean {
+  return someInChain(error, (candidate) => {
+    if (stringField(candidate, "code") === "P2002") return true;
+    const adapterCause = driverAdapterCause(candidate);
+    return adapterCause !== undefined && stringField(adapterCause, "kind") === "UniqueConstraintViolation";
+  });
+}
+
 /** Class 08 (connection exception), 57P01-57P03 (admin / crash shutdown, cannot connect now), 53300 (too many connections). */
 function isUnavailableSqlState(code: string): boolean {
   return code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03" || code === "53300";

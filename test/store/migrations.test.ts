@@ -5,6 +5,7 @@ import { PrismaBetterSqlite3 } from "@prisma/adapter-better-sqlite3";
 import { PrismaPg } from "@prisma/adapter-pg";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { postgresMigrationAdapter } from "../../src/store/database.js";
 import { applyMigrations } from "../../src/store/migrate.js";
 import { withSchemaEngine } from "../../src/store/schema-engine.js";
 import { migrationsDirectory, schemaFile } from "../../src/store/schema-files.js";
@@ -67,7 +68,7 @@ describe("the PostgreSQL migrations folder", () => {
   });
 
   it("yields exactly the schema prisma/postgres/schema.prisma describes", async () => {
-    const applied = await applyMigrations(new PrismaPg({ connectionString: migrated.url }), migrationsDirectory("postgresql"));
+    const applied = await applyMigrations(postgresMigrationAdapter(migrated.url), migrationsDirectory("postgresql"));
     expect(applied.length).toBeGreaterThan(0);
     await pushPostgresSchema(pushed.url);
 

@@ -1,0 +1,299 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { Prisma } from "../store/database.js";
+import { isUniqueViolation } from "../store/storage-errors.js";
+import type { AdmissionCounts, ClientLimits, GlobalLimits } from "./admission.js";
+import type { GrantRow, OperationRow, StoreClient, StoreTransaction } from "./store.js";
+
+/**
+ * Writing an admitted submission (spec §4, §5): the admission check, the rate count, the operation, its approval or
+ * its window grant's use, its event and audit records, all or nothing. On PostgreSQL that is one statement, so the
+ * load rows it locks (the client's, then the server's) are held for that statement and its commit only, never across
+ * a round trip; on SQLite, whose one writer serializes everything, one short transaction.
+ */
+
+/** What admission holds a submission to (the client's effective limits), in the rate window `windowStart` opens. */
+export type SubmissionLimits = ClientLimits & GlobalLimits & { windowStart: Date };
+
+/** The rows a submission writes, decided beforehand (policy, presentation); the store only admits and writes them. */
+export interface PlannedSubmission {
+  operation: Omit<OperationRow, "result" | "claimedBy" | "claimedAt">;
+  /** A request: the pending approval created with the operation. */
+  approval?: Omit<GrantRow, "clientRequestId" | "requestHash" | "decidedBy" | "decisionReason" | "usedCount">;
+  /** A matching window grant: one of its uses is taken, or nothing is written. */
+  windowGrantId?: string;
+  /** The event's kind, and the audit record's category and detail. */
+  kind: string;
+  category: string | null;
+  detail: JsonObject;
+  limits: SubmissionLimits;
+}
+
+export type SubmissionOutcome =
+  | { kind: "created" }
+  /** The idempotency key was taken meanwhile by a concurrent submission; nothing was written. */
+  | { kind: "duplicate" }
+  /**
+   * Nothing was written: admission refused (`counts`, the counts it decided on, show why) or, when they admit it,
+   * something changed meanwhile (the window grant's last use went elsewhere, a first submission raced another).
+   */
+  | { kind: "not_written"; counts: AdmissionCounts };
+
+export async function writeSubmission(store: StoreClient, plan: PlannedSubmission): Promise<SubmissionOutcome> {
+  try {
+    return store.provider === "postgresql" ? await writeInOneStatement(store, plan) : await writeInOneTransaction(store, plan);
+  } catch (error) {
+    if (error instanceof NotWritten) return { kind: "not_written", counts: error.counts };
+    if (isUniqueViolation(error)) return { kind: "duplicate" };
+    throw error;
+  }
+}
+
+/** The five counts admission decides on (see `admit`), as the load rows stand for this client now. */
+export async function readAdmissionCounts(store: StoreClient, tx: StoreTransaction, clientId: string, windowStart: Date): Promise<AdmissionCounts> {
+  const [row] = await tx.$queryRaw<CountsRow[]>`${currentCounts(dialects[store.provider], clientId, windowStart)}`;
+  return toCounts(row!);
+}
+
+/**
+ * Takes one slot of the client's rate window in one statement, if admission allows it; false when it refuses. The
+ * client's load row stays locked to the end of the transaction, so what the transaction then adds to its counts is
+ * exact. The server-wide counts are only read: on PostgreSQL this is for what adds no active operation (an explicit
+ * grant request); on SQLite, whose one writer serializes transactions, the read is exact too.
+ */
+export async function admitClient(store: StoreClient, tx: StoreTransaction, clientId: string, limits: SubmissionLimits): Promise<boolean> {
+  const dialect = dialects[store.provider];
+  const rows = await tx.$queryRaw<unknown[]>`${countInWindow(dialect, clientId, limits, Prisma.sql`(${currentCounts(dialect, clientId, limits.windowStart)}) AS counts`)}
+    RETURNING 1`;
+  return rows.length === 1;
+}
+
+function currentCounts(dialect: Dialect, clientId: string, windowStart: Date): Prisma.Sql {
+  return Prisma.sql`SELECT ${countsColumns(dialect, Prisma.sql`"ClientLoad"`, windowStart, Prisma.sql`(SELECT "active" FROM "GlobalLoad" WHERE "id" = 1)`)}
+    FROM (SELECT 1) AS one LEFT JOIN "ClientLoad" ON "ClientLoad"."clientId" = ${clientId}`;
+}
+
+type CountsRow = Record<keyof AdmissionCounts, number | bigint>;
+
+function toCounts(row: CountsRow): AdmissionCounts {
+  return {
+    clientRequestsInWindow: Number(row.clientRequestsInWindow),
+    clientActive: Number(row.clientActive),
+    clientPending: Number(row.clientPending),
+    globalActive: Number(row.globalActive),
+    globalExecuting: Number(row.globalExecuting),
+  };
+}
+
+/** The counts as columns, from a relation holding the client's load row (or nulls: no row yet) and the global one. */
+function countsColumns(dialect: Dialect, client: Prisma.Sql, windowStart: Date, globalActive: Prisma.Sql): Prisma.Sql {
+  return Prisma.sql`
+    COALESCE(CASE WHEN ${client}."windowStart" = ${dialect.time(windowStart)} THEN ${client}."windowCount" END, 0) AS "clientRequestsInWindow",
+    COALESCE(${client}."active", 0) AS "clientActive",
+    COALESCE(${client}."pending", 0) AS "clientPending",
+    ${globalActive} AS "globalActive",
+    (SELECT count(*) FROM "Operation" WHERE "state" = 'executing') AS "globalExecuting"`;
+}
+
+/** `admit` (src/operations/admission.ts) in SQL, over a relation with the count columns: every count below its limit. */
+function admitted(limits: SubmissionLimits): Prisma.Sql {
+  return Prisma.sql`"clientRequestsInWindow" < ${limits.requestsPerWindow} AND "clientActive" < ${limits.clientActive}
+    AND "clientPending" < ${limits.clientPending} AND "globalActive" < ${limits.globalActive} AND "globalExecuting" < ${limits.globalExecuting}`;
+}
+
+/**
+ * Counts one submission in the client's rate window, from `source` (the counts) where `admitted` holds. The conflict
+ * branch checks the client's limits again on its latest row: a first submission may race another for the insert.
+ */
+function countInWindow(dialect: Dialect, clientId: string, limits: SubmissionLimits, source: Prisma.Sql, also: Prisma.Sql = Prisma.empty): Prisma.Sql {
+  const windowStart = dialect.time(limits.windowStart);
+  return Prisma.sql`INSERT INTO "ClientLoad" AS load ("clientId", "windowStart", "windowCount")
+    SELECT ${clientId}, ${windowStart}, 1 FROM ${source} WHERE ${admitted(limits)} ${also}
+    ON CONFLICT ("clientId") DO UPDATE SET
+      "windowCount" = CASE WHEN load."windowStart" = excluded."windowStart" THEN load."windowCount" + 1 ELSE 1 END,
+      "windowStart" = excluded."windowStart"
+    WHERE (load."windowStart" IS DISTINCT FROM excluded."windowStart" OR load."windowCount" < ${limits.requestsPerWindow})
+      AND load."active" < ${limits.clientActive} AND load."pending" < ${limits.clientPending}`;
+}
+
+// ---- PostgreSQL: one statement ---------------------------------------------------------------------------------
+
+/**
+ * The client's load row is locked first, then (only for an operation that will be active) the server's: the order
+ * the counting triggers take them in, so that a submission and a state change never deadlock. FOR UPDATE returns
+ * the rows as the last committed change left them, so the counts are exact across replicas. A refusal writes
+ * nothing; a duplicate key fails the statement (unique violation), which undoes the rest of it.
+ */
+async function writeInOneStatement(store: StoreClient, plan: PlannedSubmission): Promise<SubmissionOutcome> {
+  const { operation: op, approval, windowGrantId, limits } = plan;
+  const sql = dialects.postgresql;
+  const now = op.createdAt;
+  const occupies = op.state !== "denied";
+  const use = windowGrantId === undefined ? Prisma.empty : Prisma.sql`
+    used AS (
+      ${takeWindowGrantUse(sql, windowGrantId, now)} AND EXISTS (SELECT 1 FROM counts WHERE ${admitted(limits)})
+      RETURNING "usesRemaining"
+    ),`;
+  const onlyIfUsed = windowGrantId === undefined ? Prisma.empty : Prisma.sql`AND EXISTS (SELECT 1 FROM used)`;
+  const approvalInsert = approval === undefined ? Prisma.empty : Prisma.sql`
+    approval AS (INSERT INTO "Grant" (${grantColumns}) SELECT ${grantValues(sql, approval)} FROM counted),`;
+  const grantUsedAudit = windowGrantId === undefined ? Prisma.empty : Prisma.sql`
+    UNION ALL SELECT ${op.clientId}, 'client', 'grant.used', NULL, NULL, ${windowGrantId},
+      jsonb_build_object('uses_remaining', "usesRemaining"), ${sql.time(now)} FROM used, operation`;
+
+  const [row] = await store.$queryRaw<(CountsRow & { created: number })[]>`
+    WITH client_row AS (
+      SELECT "windowStart", "windowCount", "active", "pending" FROM "ClientLoad" WHERE "clientId" = ${op.clientId} FOR UPDATE
+    ), global_row AS (
+      SELECT "active" FROM "GlobalLoad" WHERE "id" = 1 AND (SELECT count(*) FROM client_row) >= 0 ${occupies ? Prisma.sql`FOR UPDATE` : Prisma.empty}
+    ), counts AS (
+      SELECT ${countsColumns(sql, Prisma.sql`client_row`, limits.windowStart, Prisma.sql`(SELECT "active" FROM global_row)`)}
+      FROM (SELECT 1) AS one LEFT JOIN client_row ON true
+    ), ${use} counted AS (
+      ${countInWindow(sql, op.clientId, limits, Prisma.sql`counts`, onlyIfUsed)}
+      RETURNING 1
+    ), operation AS (
+      INSERT INTO "Operation" (${operationColumns}) SELECT ${operationValues(sql, op)} FROM counted
+      RETURNING "id"
+    ), ${approvalInsert} event AS (
+      INSERT INTO "Event" ("kind", "clientId", "operationId", "grantId", "revision", "payload", "createdAt")
+      SELECT ${plan.kind}, ${op.clientId}, "id", ${op.approvalId}, 1, ${sql.json({ state: op.state })}, ${sql.time(now)} FROM operation
+    ), audit AS (
+      INSERT INTO "AuditRecord" ("actor", "actorKind", "action", "category", "operationId", "grantId", "detail", "at")
+      SELECT ${op.clientId}, 'client', ${plan.kind}, ${plan.category}, "id", ${op.approvalId}, ${sql.json(auditDetail(plan))}, ${sql.time(now)} FROM operation
+      ${grantUsedAudit}
+    )
+    SELECT counts.*, (SELECT count(*)::int FROM operation) AS "created" FROM counts`;
+  return row!.created === 1 ? { kind: "created" } : { kind: "not_written", counts: toCounts(row!) };
+}
+
+// ---- SQLite: one transaction -----------------------------------------------------------------------------------
+
+async function writeInOneTransaction(store: StoreClient, plan: PlannedSubmission): Promise<SubmissionOutcome> {
+  const { operation: op, approval, windowGrantId, limits } = plan;
+  const sql = dialects.sqlite;
+  const now = op.createdAt;
+  await store.transaction(async (tx) => {
+    const notWritten = async () => new NotWritten(await readAdmissionCounts(store, tx, op.clientId, limits.windowStart));
+    // The first statement writes, so the transaction holds SQLite's write lock from there on: the counts are exact.
+    if (!(await admitClient(store, tx, op.clientId, limits))) throw await notWritten();
+    let usesRemaining: number | undefined;
+    if (windowGrantId !== undefined) {
+      const [used] = await tx.$queryRaw<{ usesRemaining: number | bigint }[]>`${takeWindowGrantUse(sql, windowGrantId, now)} RETURNING "usesRemaining"`;
+      if (!used) throw await notWritten();
+      usesRemaining = Number(used.usesRemaining);
+    }
+    await tx.$executeRaw`INSERT INTO "Operation" (${operationColumns}) VALUES (${operationValues(sql, op)})`;
+    if (approval) await tx.$executeRaw`INSERT INTO "Grant" (${grantColumns}) VALUES (${grantValues(sql, approval)})`;
+    await tx.$executeRaw`INSERT INTO "Event" ("kind", "clientId", "operationId", "grantId", "revision", "payload", "createdAt")
+      VALUES (${plan.kind}, ${op.clientId}, ${op.id}, ${op.approvalId}, 1, ${sql.json({ state: op.state })}, ${now})`;
+    const grantUsedAudit =
+      usesRemaining === undefined
+        ? Prisma.empty
+        : Prisma.sql`, (${op.clientId}, 'client', 'grant.used', NULL, NULL, ${windowGrantId}, ${sql.json({ uses_remaining: usesRemaining })}, ${now})`;
+    await tx.$executeRaw`INSERT INTO "AuditRecord" ("actor", "actorKind", "action", "category", "operationId", "grantId", "detail", "at")
+      VALUES (${op.clientId}, 'client', ${plan.kind}, ${plan.category}, ${op.id}, ${op.approvalId}, ${sql.json(auditDetail(plan))}, ${now}) ${grantUsedAudit}`;
+  });
+  return { kind: "created" };
+}
+
+/** Nothing is written; the transaction rolls back. */
+class NotWritten extends Error {
+  constructor(readonly counts: AdmissionCounts) {
+    super("not written");
+  }
+}
+
+// ---- rows --------------------------------------------------------------------------------------------------------
+
+/** One use of an active, unexpired window grant, taken by a compare-and-swap on what is left of it. */
+function takeWindowGrantUse(dialect: Dialect, grantId: string, now: Date): Prisma.Sql {
+  return Prisma.sql`UPDATE "Grant" SET
+      "usesRemaining" = "usesRemaining" - 1, "usedCount" = "usedCount" + 1,
+      "status" = CASE WHEN "usesRemaining" = 1 THEN 'consumed' ELSE 'active' END,
+      "revision" = "revision" + 1, "updatedAt" = ${dialect.time(now)}
+    WHERE "id" = ${grantId} AND "status" = 'active' AND "usesRemaining" > 0 AND ("expiresAt" IS NULL OR "expiresAt" > ${dialect.time(now)})`;
+}
+
+const operationColumns = Prisma.raw(
+  `"id", "clientId", "idempotencyKey", "requestHash", "operation", "target", "arguments", "reason", "state", "revision",
+   "presentationTitle", "presentationSummary", "approvalId", "errorCode", "errorMessage", "createdAt", "updatedAt", "terminalAt"`,
+);
+
+function operationValues(dialect: Dialect, op: PlannedSubmission["operation"]): Prisma.Sql {
+  return Prisma.join([
+    op.id,
+    op.clientId,
+    op.idempotencyKey,
+    op.requestHash,
+    op.operation,
+    dialect.json(op.target),
+    dialect.json(op.arguments),
+    op.reason,
+    op.state,
+    dialect.int(op.revision),
+    op.presentationTitle,
+    op.presentationSummary,
+    op.approvalId,
+    op.errorCode,
+    op.errorMessage,
+    dialect.time(op.createdAt),
+    dialect.time(op.updatedAt),
+    dialect.time(op.terminalAt),
+  ]);
+}
+
+const grantColumns = Prisma.raw(
+  `"id", "revision", "clientId", "status", "operation", "target", "reason", "mode", "minutes", "maxUses", "usesRemaining",
+   "expiresAt", "operationId", "createdAt", "updatedAt"`,
+);
+
+function grantValues(dialect: Dialect, grant: NonNullable<PlannedSubmission["approval"]>): Prisma.Sql {
+  return Prisma.join([
+    grant.id,
+    dialect.int(grant.revision),
+    grant.clientId,
+    grant.status,
+    grant.operation,
+    dialect.json(grant.target),
+    grant.reason,
+    grant.mode,
+    dialect.int(grant.minutes),
+    dialect.int(grant.maxUses),
+    dialect.int(grant.usesRemaining),
+    dialect.time(grant.expiresAt),
+    grant.operationId,
+    dialect.time(grant.createdAt),
+    dialect.time(grant.updatedAt),
+  ]);
+}
+
+/**
+ * Parameters as each database takes them. PostgreSQL cannot infer the type of a parameter selected into a column (as
+ * the one statement does), so they carry casts; SQLite stores what it is given (Prisma's own text for dates and JSON).
+ */
+interface Dialect {
+  time(value: Date | null): Prisma.Sql;
+  json(value: unknown): Prisma.Sql;
+  int(value: number | null): Prisma.Sql;
+}
+
+const dialects: Record<StoreClient["provider"], Dialect> = {
+  sqlite: {
+    time: (value) => Prisma.sql`${value}`,
+    json: (value) => Prisma.sql`${jsonText(value)}`,
+    int: (value) => Prisma.sql`${value}`,
+  },
+  postgresql: {
+    time: (value) => Prisma.sql`${value}::timestamp(3)`,
+    json: (value) => Prisma.sql`${jsonText(value)}::jsonb`,
+    int: (value) => Prisma.sql`${value}::int`,
+  },
+};
+
+function jsonText(value: unknown): string | null {
+  return value === null || value === undefined ? null : JSON.stringify(value);
+}
+
+function auditDetail(plan: PlannedSubmission): JsonObject {
+  return { state: plan.operation.state, revision: 1, ...plan.detail };
+}
