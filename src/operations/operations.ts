@@ -60,9 +60,9 @@ export async function startOperations(
   // Replicas sharing PostgreSQL wake each other's waits, watches and workers.
   const replicas =
     database.provider === "postgresql"
-      ? await listenToReplicas(config.databaseUrl, (id) => notifier.receivedFromReplica(id), logger)
+      ? await listenToReplicas(config.databaseUrl, (message) => notifier.receivedFromReplica(message), logger)
       : undefined;
-  if (replicas) notifier.publishTo((id) => replicas.publish(id));
+  if (replicas) notifier.publishTo((message) => replicas.publish(message));
   const broker = new OperationsBroker({ store, policy, admission, providers, notifier, logger, clock });
   const worker = new ExecutionWorker({
     store: operationsStore(database.background, database.provider),

@@ -1,5 +1,7 @@
+import { Prisma } from "../store/database.js";
 import type { ExecutionOutcome } from "./providers/provider.js";
-import type { StoreClient, StoreTransaction } from "./store.js";
+import { dialects } from "./sql-dialect.js";
+import type { StoreClient } from "./store.js";
 
 /** The new revision and state of an operation a worker wrote, for its event and wake-ups. */
 export interface Written {
@@ -9,56 +11,56 @@ export interface Written {
 }
 
 /**
- * Records an execution's proven (or unknown) outcome with its event and audit record, in one transaction. Only the
+ * Records an execution's proven (or unknown) outcome with its event and audit record, all or nothing. Only the
  * replica holding the operation may: `undefined` when it is no longer executing under `replica` (another replica
- * reconciled it after this one's lease lapsed), and nothing is written.
+ * reconciled it after this one's lease lapsed), and nothing is written. On PostgreSQL this is one statement: ending
+ * an operation changes the load counts, whose rows stay locked only for the statement and its commit.
  */
 export async function recordOutcome(store: StoreClient, replica: string, operationId: string, outcome: ExecutionOutcome, now: Date): Promise<Written | undefined> {
-  const change =
-    outcome.state === "succeeded"
-      ? { state: "succeeded", result: outcome.result, terminalAt: now }
-      : { state: "failed", errorCode: outcome.code, errorMessage: outcome.message.slice(0, 500), terminalAt: now };
-  return store.transaction(async (tx) => {
-    const written = await changeHeld(tx, replica, operationId, change, now);
-    if (!written) return undefined;
-    await tx.event.create({ data: { kind: `operation.${written.state}`, clientId: written.clientId, operationId, revision: written.revision, payload: { state: written.state } } });
-    await tx.auditRecord.create({
-      data: {
-        actor: replica,
-        actorKind: "system",
-        action: `operation.${outcome.state}`,
-        operationId,
-        category: outcome.state === "failed" ? "other" : null,
-        detail: outcome.state === "failed" ? { code: outcome.code } : {},
-      },
-    });
+  const sql = dialects[store.provider];
+  const succeeded = outcome.state === "succeeded";
+  const change = Prisma.sql`"state" = ${outcome.state}, "result" = ${sql.json(succeeded ? outcome.result : null)},
+    "errorCode" = ${succeeded ? null : outcome.code}, "errorMessage" = ${succeeded ? null : outcome.message.slice(0, 500)},
+    "terminalAt" = ${sql.time(now)}`;
+  const kind = `operation.${outcome.state}`;
+  const event = Prisma.sql`${kind}, "clientId", ${operationId}, "revision", ${sql.json({ state: outcome.state })}, ${sql.time(now)}`;
+  const audit = Prisma.sql`${replica}, 'system', ${kind}, ${succeeded ? null : "other"}, ${operationId},
+    ${sql.json(succeeded ? {} : { code: outcome.code })}, ${sql.time(now)}`;
+  if (store.provider === "postgresql") {
+    const [written] = await store.$queryRaw<Written[]>`
+      WITH changed AS (${changeHeld(replica, operationId, change, now)}), event AS (
+        INSERT INTO "Event" ("kind", "clientId", "operationId", "revision", "payload", "createdAt") SELECT ${event} FROM changed
+      ), audit AS (
+        INSERT INTO "AuditRecord" ("actor", "actorKind", "action", "category", "operationId", "detail", "at") SELECT ${audit} FROM changed
+      )
+      SELECT * FROM changed`;
     return written;
+  }
+  return store.transaction(async (tx) => {
+    const [written] = await tx.$queryRaw<Written[]>`${changeHeld(replica, operationId, change, now)}`;
+    if (!written) return undefined;
+    await tx.$executeRaw`INSERT INTO "Event" ("kind", "clientId", "operationId", "revision", "payload", "createdAt")
+      SELECT ${event} FROM "Operation" WHERE "id" = ${operationId}`;
+    await tx.$executeRaw`INSERT INTO "AuditRecord" ("actor", "actorKind", "action", "category", "operationId", "detail", "at") VALUES (${audit})`;
+    return { ...written, revision: Number(written.revision) };
   });
 }
 
 /** Shows progress on an executing operation: a new revision with this summary, and its event. */
 export function recordProgress(store: StoreClient, replica: string, operationId: string, summary: string, now: Date): Promise<Written | undefined> {
+  const sql = dialects[store.provider];
   return store.transaction(async (tx) => {
-    const written = await changeHeld(tx, replica, operationId, { presentationSummary: summary.slice(0, 500) }, now);
-    if (written) {
-      await tx.event.create({ data: { kind: "operation.executing", clientId: written.clientId, operationId, revision: written.revision, payload: { state: written.state } } });
-    }
-    return written;
+    const [written] = await tx.$queryRaw<Written[]>`${changeHeld(replica, operationId, Prisma.sql`"presentationSummary" = ${summary.slice(0, 500)}`, now)}`;
+    if (!written) return undefined;
+    await tx.$executeRaw`INSERT INTO "Event" ("kind", "clientId", "operationId", "revision", "payload", "createdAt")
+      VALUES ('operation.executing', ${written.clientId}, ${operationId}, ${sql.int(Number(written.revision))}, ${sql.json({ state: written.state })}, ${sql.time(now)})`;
+    return { ...written, revision: Number(written.revision) };
   });
 }
 
 /** Changes an operation while it is executing under `replica`, whatever revision progress has taken it to. */
-async function changeHeld(
-  tx: StoreTransaction,
-  replica: string,
-  operationId: string,
-  change: Record<string, unknown>,
-  now: Date,
-): Promise<Written | undefined> {
-  const { count } = await tx.operation.updateMany({
-    where: { id: operationId, state: "executing", claimedBy: replica },
-    data: { ...change, revision: { increment: 1 }, updatedAt: now },
-  });
-  if (count === 0) return undefined;
-  return tx.operation.findUniqueOrThrow({ where: { id: operationId }, select: { clientId: true, revision: true, state: true } });
+function changeHeld(replica: string, operationId: string, change: Prisma.Sql, now: Date): Prisma.Sql {
+  return Prisma.sql`UPDATE "Operation" SET ${change}, "revision" = "revision" + 1, "updatedAt" = ${now}
+    WHERE "id" = ${operationId} AND "state" = 'executing' AND "claimedBy" = ${replica}
+    RETURNING "clientId", "revision", "state"`;
 }

@@ -2,6 +2,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { Prisma } from "../store/database.js";
 import { isUniqueViolation } from "../store/storage-errors.js";
 import type { AdmissionCounts, ClientLimits, GlobalLimits } from "./admission.js";
+import { dialects, type Dialect } from "./sql-dialect.js";
 import type { GrantRow, OperationRow, StoreClient, StoreTransaction } from "./store.js";
 
 /**
@@ -265,33 +266,6 @@ function grantValues(dialect: Dialect, grant: NonNullable<PlannedSubmission["app
     dialect.time(grant.createdAt),
     dialect.time(grant.updatedAt),
   ]);
-}
-
-/**
- * Parameters as each database takes them. PostgreSQL cannot infer the type of a parameter selected into a column (as
- * the one statement does), so they carry casts; SQLite stores what it is given (Prisma's own text for dates and JSON).
- */
-interface Dialect {
-  time(value: Date | null): Prisma.Sql;
-  json(value: unknown): Prisma.Sql;
-  int(value: number | null): Prisma.Sql;
-}
-
-const dialects: Record<StoreClient["provider"], Dialect> = {
-  sqlite: {
-    time: (value) => Prisma.sql`${value}`,
-    json: (value) => Prisma.sql`${jsonText(value)}`,
-    int: (value) => Prisma.sql`${value}`,
-  },
-  postgresql: {
-    time: (value) => Prisma.sql`${value}::timestamp(3)`,
-    json: (value) => Prisma.sql`${jsonText(value)}::jsonb`,
-    int: (value) => Prisma.sql`${value}::int`,
-  },
-};
-
-function jsonText(value: unknown): string | null {
-  return value === null || value === undefined ? null : JSON.stringify(value);
 }
 
 function auditDetail(plan: PlannedSubmission): JsonObject {

@@ -113,11 +113,13 @@ export class ExecutionWorker {
   private async claim(room: number): Promise<OperationRow[]> {
     const { store, clock, notifier } = this.options;
     const now = clock.now();
-    // On PostgreSQL, rows another replica is claiming at this moment are skipped rather than waited for.
+    // On PostgreSQL, rows another replica is claiming at this moment are skipped rather than waited for. The pick is
+    // materialized: as a plain `IN (subquery)` PostgreSQL may run it again per row and claim more than `room`.
     const skipLocked = store.provider === "postgresql" ? Prisma.sql`FOR UPDATE SKIP LOCKED` : Prisma.empty;
     const claimed = await store.$queryRaw<OperationRow[]>`
+      WITH picked AS MATERIALIZED (SELECT "id" FROM "Operation" WHERE "state" = 'approved' ORDER BY "updatedAt" LIMIT ${room} ${skipLocked})
       UPDATE "Operation" SET "state" = 'executing', "claimedBy" = ${this.id}, "claimedAt" = ${now}, "updatedAt" = ${now}, "revision" = "revision" + 1
-      WHERE "state" = 'approved' AND "id" IN (SELECT "id" FROM "Operation" WHERE "state" = 'approved' ORDER BY "updatedAt" LIMIT ${room} ${skipLocked})
+      WHERE "state" = 'approved' AND "id" IN (SELECT "id" FROM picked)
       RETURNING *`;
     for (const operation of claimed) notifier.changed(operation.id, operation.state);
     return claimed;

@@ -50,10 +50,17 @@ export interface OpenDatabaseOptions {
 /** Waits this long on a locked SQLite file (another connection writing) before failing. */
 const sqliteBusyTimeoutMs = 5_000;
 /**
- * How long a request waits for a PostgreSQL connection (pool full, or a server that accepts and never answers) before
- * failing with UNAVAILABLE; pg's default is forever. A refused connection fails at once whatever this says.
+ * How long opening a PostgreSQL connection may take (a server that accepts and never answers) before the request
+ * fails with UNAVAILABLE; pg's default is forever. A refused connection fails at once whatever this says.
  */
 const postgresConnectTimeoutMs = 5_000;
+/**
+ * How long a request waits for a free pooled connection: a burst of requests queues for them rather than failing
+ * while the database is healthy. Bounded, so that a database that stops answering does not queue requests forever.
+ */
+const postgresPoolWaitMs = 30_000;
+/** Connections of the request path's pool (pg's default). */
+const requestPoolSize = 10;
 /** Connections of the background pool: claims, outcome writes, progress and heartbeats, a few at a time. */
 const backgroundPoolSize = 3;
 /** Serializes start-up migrations of replicas sharing one PostgreSQL database (any constant key of Axon's own). */
@@ -85,6 +92,8 @@ export async function openDatabase(databaseUrl: string, options: OpenDatabaseOpt
       : (new PostgresPrismaClient({ adapter: target.clientAdapter() }) as unknown as PrismaClient);
   await prisma.$connect();
   const background = target.backgroundAdapter ? (new PostgresPrismaClient({ adapter: target.backgroundAdapter() }) as unknown as PrismaClient) : prisma;
+  await background.$connect();
+  await target.warmUp?.();
   return {
     prisma,
     background,
@@ -112,6 +121,8 @@ interface Target {
   clientAdapter(): SqlMigrationAwareDriverAdapterFactory;
   /** A separate pool for `Database.background`, where the database has pools. */
   backgroundAdapter?(): SqlMigrationAwareDriverAdapterFactory;
+  /** Opens the pools' connections before the first request needs them. */
+  warmUp?(): Promise<void>;
 }
 
 function sqliteTarget(databaseUrl: string): Target {
@@ -149,6 +160,11 @@ function withPragmas(factory: PrismaBetterSqlite3): SqlMigrationAwareDriverAdapt
 }
 
 function postgresTarget(databaseUrl: string): Target {
+  const pools: pg.Pool[] = [];
+  const pool = (max: number) => {
+    pools.push(postgresPool(databaseUrl, max));
+    return pools.at(-1)!;
+  };
   return {
     description: redact(databaseUrl),
     migrate: async (apply) => {
@@ -164,9 +180,30 @@ function postgresTarget(databaseUrl: string): Target {
       }
     },
     migrationAdapter: () => postgresMigrationAdapter(databaseUrl),
-    clientAdapter: () => new PrismaPg({ connectionString: databaseUrl, connectionTimeoutMillis: postgresConnectTimeoutMs }),
-    backgroundAdapter: () => new PrismaPg({ connectionString: databaseUrl, connectionTimeoutMillis: postgresConnectTimeoutMs, max: backgroundPoolSize }),
+    clientAdapter: () => new PrismaPg(pool(requestPoolSize), { disposeExternalPool: true }),
+    backgroundAdapter: () => new PrismaPg(pool(backgroundPoolSize), { disposeExternalPool: true }),
+    warmUp: async () => void (await Promise.all(pools.map(fill))),
   };
+}
+
+/**
+ * A pool whose requests wait up to `postgresPoolWaitMs` for a free connection but `postgresConnectTimeoutMs` to open
+ * one. Its connections are kept while idle (and opened at start, see `warmUp`): a burst then finds them open, instead
+ * of opening them all together on a busy machine, where a connection can take longer than the timeout to open.
+ */
+function postgresPool(databaseUrl: string, max: number): pg.Pool {
+  class BoundedConnectClient extends pg.Client {
+    constructor(config?: pg.ClientConfig) {
+      super({ ...config, connectionTimeoutMillis: postgresConnectTimeoutMs });
+    }
+  }
+  return new pg.Pool({ connectionString: databaseUrl, connectionTimeoutMillis: postgresPoolWaitMs, Client: BoundedConnectClient, max, min: max });
+}
+
+/** Opens every connection of `pool`; one that cannot be opened now is opened by the first query that needs it. */
+async function fill(pool: pg.Pool): Promise<void> {
+  const max = pool.options.max ?? 10;
+  await Promise.all(Array.from({ length: max }, () => pool.connect().then((client) => client.release(), () => undefined)));
 }
 
 /**

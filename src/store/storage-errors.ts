@@ -20,6 +20,8 @@ const socketCodes = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOU
 const pgConnectionMessages = [
   "Connection terminated",
   "timeout exceeded when trying to connect",
+  // A connection's own connect timeout (`connectionTimeoutMillis` on the client).
+  "timeout expired",
   "Client has encountered a connection error and is not queryable",
   "Client was closed and is not queryable",
 ];
