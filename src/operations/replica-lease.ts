@@ -31,6 +31,7 @@ export interface LeaseOptions {
 export class ReplicaLease {
   /** When the current run of successful heartbeats began; undefined after a failed one. */
   private renewedSince: number | undefined;
+  private lastHeartbeat: number | undefined;
 
   constructor(private readonly options: LeaseOptions) {}
 
@@ -43,6 +44,11 @@ export class ReplicaLease {
       throw error;
     }
     const now = this.options.clock.now().getTime();
+    // Due every third of the lease: two thirds late is one third from lapsing (a stalled event loop, a slow database).
+    if (this.lastHeartbeat !== undefined && now - this.lastHeartbeat > (2 * this.options.leaseMs) / 3) {
+      this.options.logger.warn({ replica: this.options.id, since_last_ms: now - this.lastHeartbeat, lease_ms: this.options.leaseMs, category: "storage" }, "replica lease renewed late");
+    }
+    this.lastHeartbeat = now;
     this.renewedSince ??= now;
     if (now - this.renewedSince >= this.options.leaseMs) await this.reconcileLapsed();
   }
