@@ -1,0 +1,94 @@
+import { windowStartOf } from "../src/operations/admission.js";
+import { newId } from "../src/operations/lifecycle.js";
+import { operationsStore } from "../src/operations/store.js";
+import { writeSubmission, type PlannedSubmission } from "../src/operations/submission-store.js";
+import { openDatabase, type Provider } from "../src/store/database.js";
+import { runLoad, type LoadResult } from "./load.js";
+
+/*
+ * How long a submission holds the load rows it locks, measured on Axon's own submission write (`writeSubmission`,
+ * the statement or transaction a new submit ends in) called from this process on a fresh database, with an operation
+ * the policy allowed (it will be active, so it locks the client's row and the server's). Alone, one at a time, a
+ * write's duration bounds how long it holds them; under contention, the rate of writes that all wait for the same
+ * row is that row's ceiling, and 1 ÷ rate what each write held it for, hand-over included.
+ */
+
+export interface LockProbe {
+  /** Durations of writes made one at a time, sorted (ms). */
+  aloneMs: number[];
+  /** `concurrency` writes in flight, all for one client: its row and the server's serialize them. */
+  oneClient: LoadResult;
+  /** The same, each write for another client: only the server's row serializes them. */
+  manyClients: LoadResult;
+}
+
+const unreachable = 10_000_000;
+
+export async function probeSubmissionLock(
+  provider: Provider,
+  databaseUrl: string,
+  load: { concurrency: number; warmupMs: number; durationMs: number },
+): Promise<LockProbe> {
+  const database = await openDatabase(databaseUrl);
+  try {
+    const store = operationsStore(database.prisma, provider);
+    const write = async (clientId: string) => {
+      const outcome = await writeSubmission(store, plan(clientId));
+      if (outcome.kind !== "created") throw new Error(`the write was not created: ${JSON.stringify(outcome)}`);
+    };
+    for (let i = 0; i < 50; i++) await write("alone");
+    const aloneMs: number[] = [];
+    for (let i = 0; i < 300; i++) {
+      const started = performance.now();
+      await write("alone");
+      aloneMs.push(performance.now() - started);
+    }
+    let client = 0;
+    return {
+      aloneMs: aloneMs.sort((a, b) => a - b),
+      oneClient: await runLoad(() => write("one"), load),
+      manyClients: await runLoad(() => write(`many-${client++ % 256}`), load),
+    };
+  } finally {
+    await database.close();
+  }
+}
+
+function plan(clientId: string): PlannedSubmission {
+  const now = new Date();
+  const windowSeconds = 2_147_483_647;
+  return {
+    operation: {
+      id: newId("op"),
+      clientId,
+      idempotencyKey: newId("key"),
+      requestHash: "0".repeat(64),
+      operation: "http.request",
+      target: { credential: "bench", path: "/ok" },
+      arguments: { method: "GET" },
+      reason: "bench",
+      state: "approved",
+      revision: 1,
+      presentationTitle: "GET /ok",
+      presentationSummary: "bench",
+      approvalId: null,
+      errorCode: null,
+      errorMessage: null,
+      createdAt: now,
+      updatedAt: now,
+      terminalAt: null,
+    },
+    kind: "operation.approved",
+    category: null,
+    detail: { rule: "allow-bench" },
+    limits: {
+      windowStart: windowStartOf(now, windowSeconds),
+      windowSeconds,
+      requestsPerWindow: unreachable,
+      clientActive: unreachable,
+      clientPending: unreachable,
+      globalActive: unreachable,
+      globalExecuting: unreachable,
+    },
+  };
+}
