@@ -30,6 +30,8 @@ const { values: flags } = parseArgs({
   options: {
     seconds: { type: "string", default: "4" },
     warmup: { type: "string", default: "1" },
+    // Each Axon process's first seconds of new submits and replays, before anything is measured on it (JIT, pools).
+    "warm-start": { type: "string", default: "6" },
     rounds: { type: "string", default: "2" },
     concurrency: { type: "string", default: "16" },
     // Operations in flight while approved -> executing is measured: fewer than a worker's 8, so none waits for room.
@@ -39,7 +41,7 @@ const { values: flags } = parseArgs({
     profile: { type: "string" },
   },
 });
-function positive(flag: "seconds" | "warmup" | "rounds" | "concurrency" | "execute-concurrency"): number {
+function positive(flag: "seconds" | "warmup" | "warm-start" | "rounds" | "concurrency" | "execute-concurrency"): number {
   const value = Number(flags[flag]);
   if (!(value > 0)) throw new Error(`--${flag} must be a positive number, got ${flags[flag]}`);
   return value;
@@ -47,6 +49,7 @@ function positive(flag: "seconds" | "warmup" | "rounds" | "concurrency" | "execu
 const load = { durationMs: positive("seconds") * 1000, warmupMs: positive("warmup") * 1000, concurrency: positive("concurrency") };
 const rounds = positive("rounds");
 const executeConcurrency = positive("execute-concurrency");
+const warmStartMs = positive("warm-start") * 1000;
 const providers = (flags.databases ?? "").split(",").map((name) => {
   if (name !== "sqlite" && name !== "postgresql") throw new Error(`--databases takes sqlite and/or postgresql, got ${name}`);
   return name as Provider;
@@ -81,7 +84,12 @@ const pairs: [LoadName, LoadName][] = [
   ["Axon new", "raw insert"],
   ["Axon replay", "raw select"],
 ];
-/** PostgreSQL, with a second replica on the same database: the load on one of them, and spread over both. */
+/**
+ * PostgreSQL, with a second replica on the same database: the load on one of them, and spread over both. Submissions of
+ * one client serialize on its load row, whatever replica takes them (that is what keeps its counts exact), so replicas
+ * can only add throughput across clients: these loads come from 16 clients in turn.
+ */
+const replicaClients = 16;
 const replicaPair: [LoadName, LoadName] = ["Axon new, 1 of 2 replicas", "Axon new, 2 replicas"];
 
 const databaseNames: Record<Provider, string> = { sqlite: "SQLite", postgresql: "PostgreSQL" };
@@ -90,8 +98,8 @@ const loadLabels: Record<LoadName, string> = {
   "raw insert": "raw insert (same rows, 1 transaction)",
   "Axon replay": "Axon submit, replayed key",
   "raw select": "raw select by client + key",
-  "Axon new, 1 of 2 replicas": "Axon submit, new key, all to 1 of 2 replicas",
-  "Axon new, 2 replicas": "Axon submit, new key, spread over 2 replicas",
+  "Axon new, 1 of 2 replicas": "Axon submit, new key, 16 clients, all to 1 of 2 replicas",
+  "Axon new, 2 replicas": "Axon submit, new key, 16 clients, spread over 2 replicas",
 };
 
 interface Measured extends LoadResult {
@@ -133,6 +141,7 @@ async function benchDatabase(provider: Provider): Promise<DatabaseResult> {
     const dir = mkdtempSync(path.join(os.tmpdir(), "axon-bench-operations-"));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const secret = randomBytes(32).toString("base64url");
+    const otherClients = Array.from({ length: replicaClients }, (_, index) => ({ name: `${clientId}-${index}`, secret: randomBytes(32).toString("base64url") }));
     const file = (name: string, text: string) => {
       writeFileSync(path.join(dir, name), text, { mode: 0o600 });
       return path.join(dir, name);
@@ -152,7 +161,7 @@ async function benchDatabase(provider: Provider): Promise<DatabaseResult> {
     cleanups.push(() => upstream.close());
     const upstreamToken = randomBytes(24).toString("hex");
     const axonEnv = JSON.stringify({
-      AXON_CLIENTS_FILE: file("clients", `${clientId} = ${secret}\n`),
+      AXON_CLIENTS_FILE: file("clients", [`${clientId} = ${secret}`, ...otherClients.map((other) => `${other.name} = ${other.secret}`)].join("\n") + "\n"),
       AXON_OPERATORS_FILE: file("operators", `${clientId} = ${randomBytes(32).toString("base64url")}\n`),
       AXON_ADMISSION_FILE: file("admission.json", JSON.stringify(admission)),
       AXON_POLICY_FILE: file("policy.json", JSON.stringify(policy)),
@@ -179,9 +188,9 @@ async function benchDatabase(provider: Provider): Promise<DatabaseResult> {
     };
     const axon = await startAxon();
     cleanups.push(() => axon.stop());
-    const post = (http: KeepAliveHttpClient, body: Buffer) =>
-      http.send({ method: "POST", path: submitPath, headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" }, body });
-    const submit = (idempotencyKey: string, http = axon.http) => post(http, submitBody(idempotencyKey));
+    const post = (http: KeepAliveHttpClient, body: Buffer, as = secret) =>
+      http.send({ method: "POST", path: submitPath, headers: { authorization: `Bearer ${as}`, "content-type": "application/json" }, body });
+    const submit = (idempotencyKey: string, http = axon.http, as = secret) => post(http, submitBody(idempotencyKey), as);
 
     // One submit and its replay first: both must answer 200 with the same denied operation (REST answers the
     // Operation itself), or nothing is measured.
@@ -198,9 +207,9 @@ async function benchDatabase(provider: Provider): Promise<DatabaseResult> {
     let sequence = 0;
     let replays = 0;
     let selects = 0;
-    const newSubmit = async (http: KeepAliveHttpClient) => {
+    const newSubmit = async (http: KeepAliveHttpClient, as = secret) => {
       const key = `new-${sequence++}`;
-      const reply = await submit(key, http);
+      const reply = await submit(key, http, as);
       if (reply.status !== 200) throw new Error(`HTTP ${reply.status}: ${reply.body.toString().slice(0, 300)}`);
       axonKeys.push(key);
     };
@@ -218,6 +227,14 @@ async function benchDatabase(provider: Provider): Promise<DatabaseResult> {
       "raw select": () => raw.select(clientId, rawKeys[selects++ % rawKeys.length]!),
     };
 
+    /** A new process's first seconds: new submits, then replays of them, measured by nobody. */
+    const warmStart = async (http: KeepAliveHttpClient) => {
+      const warm = { concurrency: load.concurrency, warmupMs: warmStartMs / 4, durationMs: warmStartMs / 4 };
+      await runLoad(() => newSubmit(http), warm);
+      await runLoad(async () => void (await submit(axonKeys[replays++ % axonKeys.length]!, http)), warm);
+    };
+    await warmStart(axon.http);
+
     const runs: Partial<Record<LoadName, Measured[]>> = {};
     const run = async (name: LoadName, round: number, servers: ServerProcess<unknown>[]) => {
       const database = name.startsWith("Axon") ? axonDatabase : rawDatabase;
@@ -234,9 +251,12 @@ async function benchDatabase(provider: Provider): Promise<DatabaseResult> {
     if (provider === "postgresql") {
       const second = await startAxon();
       cleanups.push(() => second.stop());
+      await warmStart(second.http);
       let spread = 0;
-      calls["Axon new, 1 of 2 replicas"] = () => newSubmit(axon.http);
-      calls["Axon new, 2 replicas"] = () => newSubmit(spread++ % 2 === 0 ? axon.http : second.http);
+      let turn = 0;
+      const nextClient = () => otherClients[turn++ % otherClients.length]!.secret;
+      calls["Axon new, 1 of 2 replicas"] = () => newSubmit(axon.http, nextClient());
+      calls["Axon new, 2 replicas"] = () => newSubmit(spread++ % 2 === 0 ? axon.http : second.http, nextClient());
       for (let round = 0; round < rounds; round++) {
         for (const name of round % 2 === 0 ? replicaPair : [...replicaPair].reverse()) await run(name, round, [axon.process, second.process]);
       }
@@ -346,7 +366,8 @@ function printHeader(): void {
   console.log(`Load average at start (1 min): ${os.loadavg()[0]!.toFixed(2)}`);
   console.log(
     `Load: ${load.concurrency} in flight (${load.concurrency} keep-alive HTTP/1.1 sockets to Axon; a pool of ${load.concurrency} for raw pg), ` +
-      `${flags.warmup} s warm-up then ${flags.seconds} s measured, ${rounds} rounds alternating Axon and raw (on PostgreSQL then one ` +
+      `each Axon process warmed ${flags["warm-start"]} s first, then each load ${flags.warmup} s warm-up and ${flags.seconds} s measured, ` +
+      `${rounds} rounds alternating Axon and raw (on PostgreSQL then one ` +
       `replica and two, alternating); then ${executeConcurrency} approved operations in flight, executed; then the submission write ` +
       `alone and ${load.concurrency} in flight from this process`,
   );

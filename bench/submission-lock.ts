@@ -1,16 +1,20 @@
+import pg from "pg";
 import { windowStartOf } from "../src/operations/admission.js";
 import { newId } from "../src/operations/lifecycle.js";
 import { operationsStore } from "../src/operations/store.js";
-import { writeSubmission, type PlannedSubmission } from "../src/operations/submission-store.js";
+import { submissionStatement, writeSubmission, type PlannedSubmission } from "../src/operations/submission-store.js";
 import { openDatabase, type Provider } from "../src/store/database.js";
 import { runLoad, type LoadResult } from "./load.js";
 
 /*
- * How long a submission holds the load rows it locks, measured on Axon's own submission write (`writeSubmission`,
- * the statement or transaction a new submit ends in) called from this process on a fresh database, with an operation
- * the policy allowed (it will be active, so it locks the client's row and the server's). Alone, one at a time, a
- * write's duration bounds how long it holds them; under contention, the rate of writes that all wait for the same
- * row is that row's ceiling, and 1 ÷ rate what each write held it for, hand-over included.
+ * How long a submission holds the load rows it locks, measured on Axon's own submission write with an operation the
+ * policy allowed (it will be active, so it locks the client's row and the server's), on a fresh database. Alone, one
+ * at a time, a write's duration bounds how long it holds them; under contention, the rate of writes that all wait for
+ * the same row is that row's ceiling, and 1 ÷ rate what each write held it for, hand-over included.
+ *
+ * On PostgreSQL the write is one statement (`submissionStatement`), sent here through a bare pg pool so that this
+ * process's own CPU (Prisma's, on a busy machine) does not set the pace: what is left is the database's. On SQLite the
+ * lock is the file's one writer, held for the whole transaction (`writeSubmission`), Prisma's calls included.
  */
 
 export interface LockProbe {
@@ -22,17 +26,24 @@ export interface LockProbe {
   manyClients: LoadResult;
 }
 
-const unreachable = 10_000_000;
-
 export async function probeSubmissionLock(
   provider: Provider,
   databaseUrl: string,
   load: { concurrency: number; warmupMs: number; durationMs: number },
 ): Promise<LockProbe> {
   const database = await openDatabase(databaseUrl);
+  const pool = provider === "postgresql" ? new pg.Pool({ connectionString: databaseUrl, max: load.concurrency }) : undefined;
   try {
     const store = operationsStore(database.prisma, provider);
     const write = async (clientId: string) => {
+      if (pool) {
+        const statement = submissionStatement(plan(clientId));
+        // As Prisma's adapter sends dates: UTC text (PostgreSQL ignores the zone of a timestamp without one).
+        const values = statement.values.map((value) => (value instanceof Date ? value.toISOString() : value));
+        const { rows } = await pool.query<{ created: number }>(statement.text, values);
+        if (rows[0]?.created !== 1) throw new Error(`the write was not created: ${JSON.stringify(rows)}`);
+        return;
+      }
       const outcome = await writeSubmission(store, plan(clientId));
       if (outcome.kind !== "created") throw new Error(`the write was not created: ${JSON.stringify(outcome)}`);
     };
@@ -50,9 +61,12 @@ export async function probeSubmissionLock(
       manyClients: await runLoad(() => write(`many-${client++ % 256}`), load),
     };
   } finally {
+    await pool?.end();
     await database.close();
   }
 }
+
+const unreachable = 10_000_000;
 
 function plan(clientId: string): PlannedSubmission {
   const now = new Date();

@@ -27,6 +27,15 @@ export class Notifier {
     this.publish?.(state === undefined ? operationId : `${operationId} ${state}`);
   }
 
+  /**
+   * A new operation. Nobody can be waiting on its id yet (the submitter learns it from this submission's answer), so
+   * other replicas hear of it only when it is work for their workers; their event feeds see it at their next re-read.
+   */
+  created(operationId: string, state: string): void {
+    this.wake(operationId, state);
+    if (state === "approved") this.publish?.(`${operationId} ${state}`);
+  }
+
   /** A replica's announcement: the operation id, then its new state when known. */
   receivedFromReplica(message: string): void {
     const [operationId, state] = message.split(" ");

@@ -63,9 +63,8 @@ export async function readAdmissionCounts(store: StoreClient, tx: StoreTransacti
  */
 export async function admitClient(store: StoreClient, tx: StoreTransaction, clientId: string, limits: SubmissionLimits): Promise<boolean> {
   const dialect = dialects[store.provider];
-  const rows = await tx.$queryRaw<unknown[]>`${countInWindow(dialect, clientId, limits, Prisma.sql`(${currentCounts(dialect, clientId, limits.windowStart)}) AS counts`)}
-    RETURNING 1`;
-  return rows.length === 1;
+  const counted = await tx.$executeRaw`${countInWindow(dialect, clientId, limits, Prisma.sql`(${currentCounts(dialect, clientId, limits.windowStart)}) AS counts`)}`;
+  return counted === 1;
 }
 
 function currentCounts(dialect: Dialect, clientId: string, windowStart: Date): Prisma.Sql {
@@ -125,6 +124,12 @@ function countInWindow(dialect: Dialect, clientId: string, limits: SubmissionLim
  * nothing; a duplicate key fails the statement (unique violation), which undoes the rest of it.
  */
 async function writeInOneStatement(store: StoreClient, plan: PlannedSubmission): Promise<SubmissionOutcome> {
+  const [row] = await store.$queryRaw<(CountsRow & { created: number })[]>`${submissionStatement(plan)}`;
+  return row!.created === 1 ? { kind: "created" } : { kind: "not_written", counts: toCounts(row!) };
+}
+
+/** The one PostgreSQL statement of `writeSubmission`: one row, the counts it decided on and whether it wrote (`created`). */
+export function submissionStatement(plan: PlannedSubmission): Prisma.Sql {
   const { operation: op, approval, windowGrantId, limits } = plan;
   const sql = dialects.postgresql;
   const now = op.createdAt;
@@ -141,7 +146,7 @@ async function writeInOneStatement(store: StoreClient, plan: PlannedSubmission):
     UNION ALL SELECT ${op.clientId}, 'client', 'grant.used', NULL, NULL, ${windowGrantId},
       jsonb_build_object('uses_remaining', "usesRemaining"), ${sql.time(now)} FROM used, operation`;
 
-  const [row] = await store.$queryRaw<(CountsRow & { created: number })[]>`
+  return Prisma.sql`
     WITH client_row AS (
       SELECT "windowStart", "windowCount", "active", "pending" FROM "ClientLoad" WHERE "clientId" = ${op.clientId} FOR UPDATE
     ), global_row AS (
@@ -164,7 +169,6 @@ async function writeInOneStatement(store: StoreClient, plan: PlannedSubmission):
       ${grantUsedAudit}
     )
     SELECT counts.*, (SELECT count(*)::int FROM operation) AS "created" FROM counts`;
-  return row!.created === 1 ? { kind: "created" } : { kind: "not_written", counts: toCounts(row!) };
 }
 
 // ---- SQLite: one transaction -----------------------------------------------------------------------------------

@@ -63,7 +63,7 @@ export class Submissions {
       const plan = await this.plan(clientId, request, hash, provider, now);
       const outcome = await writeSubmission(this.options.store, plan);
       if (outcome.kind === "created") {
-        this.options.notifier.changed(plan.operation.id, plan.operation.state);
+        this.options.notifier.created(plan.operation.id, plan.operation.state);
         return { operation: { ...plan.operation, result: null, claimedBy: null, claimedAt: null }, created: true };
       }
       // A concurrent duplicate won the key: the next round replays it.
