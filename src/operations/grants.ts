@@ -2,16 +2,13 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { AxonError, invalidArgument, notFound, type FieldViolation } from "../errors.js";
 import { isUniqueViolation } from "../store/storage-errors.js";
-import { admit, admissionError, limitsFor, windowStartOf, type AdmissionLimits } from "./admission.js";
+import { admit, admissionError, limitsFor, windowStartOf } from "./admission.js";
 import { requestHash } from "./canonical-json.js";
-import type { Clock } from "./clock.js";
 import { newId, recordGrant } from "./lifecycle.js";
-import type { Notifier } from "./notifier.js";
 import { afterCursor, newestFirst, pageLimit, pageOf } from "./pages.js";
-import { decide, requestedGrantTerms, type Policy } from "./policy.js";
-import type { ProviderRegistry } from "./providers/registry.js";
-import type { GrantRow, StoreClient } from "./store.js";
-import { idempotencyKeyPattern, maxTargetBytes } from "./submission.js";
+import { decide, requestedGrantTerms } from "./policy.js";
+import type { GrantRow } from "./store.js";
+import { idempotencyKeyPattern, maxTargetBytes, type RequestOptions } from "./submission.js";
 import { admitClient, readAdmissionCounts } from "./submission-store.js";
 
 export interface GrantInput {
@@ -23,21 +20,11 @@ export interface GrantInput {
   maxUses?: number;
 }
 
-export interface GrantOptions {
-  store: StoreClient;
-  policy: Policy;
-  admission: AdmissionLimits;
-  providers: ProviderRegistry;
-  notifier: Notifier;
-  clock: Clock;
-  approvalTtlMs: number;
-}
-
 class AdmissionChanged extends Error {}
 
 /** Explicit grants (spec §1): a window grant asked for ahead of use, and the client's view of its grants. */
 export class Grants {
-  constructor(private readonly options: GrantOptions) {}
+  constructor(private readonly options: RequestOptions) {}
 
   /**
    * Asks ahead of use for a window grant that matching operations will then use: policy-checked, admitted like a

@@ -20,7 +20,8 @@ export interface SubmitInput {
   reason: string;
 }
 
-export interface SubmissionOptions {
+/** What submissions and explicit grant requests are decided and admitted by. */
+export interface RequestOptions {
   store: StoreClient;
   policy: Policy;
   admission: AdmissionLimits;
@@ -48,7 +49,7 @@ const maxAttempts = 5;
  * together, or nothing.
  */
 export class Submissions {
-  constructor(private readonly options: SubmissionOptions) {}
+  constructor(private readonly options: RequestOptions) {}
 
   /** Submits, or replays the operation submitted with the same key. `created` is false for a replay. */
   async submit(clientId: string, input: SubmitInput): Promise<{ operation: OperationRow; created: boolean }> {

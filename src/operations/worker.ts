@@ -33,6 +33,8 @@ export interface WorkerOptions {
 }
 
 const defaultLeaseMs = 15_000;
+/** What an execution ends as when the database refuses its outcome (not for being down: for what it holds). */
+const unrecorded: ExecutionOutcome = { state: "failed", code: "result_not_recorded", message: "the execution finished but its outcome could not be stored" };
 /** An outcome that could not be written is tried again after this, doubling to the cap, until the database is back. */
 const firstRetryMs = 250;
 const maxRetryMs = 5_000;
@@ -84,27 +86,27 @@ export class ExecutionWorker {
     const { notifier, logger, pollMs = 1000, concurrency = 8 } = this.options;
     const { signal } = this.stopping;
     while (!signal.aborted) {
-      const room = concurrency - this.running.size;
-      if (room === 0) {
-        await Promise.race([...this.running, delay(pollMs, undefined, { signal }).catch(() => undefined)]);
-        continue;
-      }
-      // Listen before claiming, so an approval committed during the claim is not slept through.
-      const listening = new AbortController();
-      const abort = () => listening.abort();
-      signal.addEventListener("abort", abort, { once: true });
-      const woken = notifier.waitForWork(pollMs, listening.signal);
+      // Ends this round's waits, whichever way the round ends.
+      const round = new AbortController();
+      const stop = () => round.abort();
+      signal.addEventListener("abort", stop, { once: true });
       try {
-        const claimed = await this.claim(room);
+        const room = concurrency - this.running.size;
+        if (room === 0) {
+          await Promise.race([...this.running, delay(pollMs, undefined, { signal: round.signal }).catch(() => undefined)]);
+          continue;
+        }
+        // Listen before claiming, so an approval committed during the claim is not slept through.
+        const approved = notifier.waitForWork(pollMs, round.signal);
+        const claimed = await this.claim(room).catch((error: unknown) => {
+          logger.error({ err: error, category: "storage" }, "worker could not claim operations");
+          return [];
+        });
         for (const operation of claimed) this.begin(operation);
-        if (claimed.length === room) continue;
-        await woken;
-      } catch (error) {
-        logger.error({ err: error, category: "storage" }, "worker could not claim operations");
-        await woken;
+        if (claimed.length < room) await approved;
       } finally {
-        listening.abort();
-        signal.removeEventListener("abort", abort);
+        round.abort();
+        signal.removeEventListener("abort", stop);
       }
     }
   }
@@ -167,6 +169,7 @@ export class ExecutionWorker {
   /**
    * Writes the outcome, once. While the database cannot be reached it keeps it and tries again, backing off, until
    * the write goes through or the process stops (then the operation is reconciled like any a stopped replica left).
+   * An outcome the database refuses outright (a result it cannot store) is replaced by a failure that says so.
    */
   private async record(operationId: string, outcome: ExecutionOutcome): Promise<void> {
     const { store, clock, notifier, logger } = this.options;
@@ -178,7 +181,9 @@ export class ExecutionWorker {
       } catch (error) {
         if (!isStorageUnavailable(error)) {
           logger.error({ err: error, operation_id: operationId, category: "storage" }, "could not record an operation's outcome");
-          return;
+          if (outcome === unrecorded) return;
+          outcome = unrecorded;
+          continue;
         }
         logger.warn({ operation_id: operationId, category: "storage", retry_ms: retryMs }, "database unavailable, the outcome will be recorded once it is back");
       }

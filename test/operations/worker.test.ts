@@ -10,6 +10,7 @@ import { operationsStore, type StoreClient } from "../../src/operations/store.js
 import { ExecutionWorker } from "../../src/operations/worker.js";
 import { defaultDatabaseUrl, openDatabase, type Database } from "../../src/store/database.js";
 import { createPostgresDatabase, type TestDatabase } from "../support/postgres-database.js";
+import { until } from "../support/wait.js";
 
 const leaseMs = 10_000;
 
@@ -151,5 +152,30 @@ describe.each([
     expect(later.heartbeatAt.getTime()).toBeGreaterThan(first.heartbeatAt.getTime());
     await worker.stop();
     expect(await store.replica.findUnique({ where: { id: worker.id } })).toBeNull();
+  });
+});
+
+describe("an execution whose outcome PostgreSQL refuses to store", () => {
+  it("ends as result_not_recorded instead of staying executing", async () => {
+    const database = await postgres();
+    cleanups.push(() => database.close());
+    const store = operationsStore(database.prisma, database.provider);
+    // jsonb cannot hold \u0000 in a string: the upstream answered, but the answer cannot be kept as it is.
+    const provider = new RecordingProvider();
+    provider.execute = async (operation) => {
+      provider.executed.push(operation.id);
+      return { state: "succeeded", result: { text: "before\u0000after" } };
+    };
+    await store.operation.create({ data: { ...executing("op_nul", null), state: "approved", revision: 1 } });
+    const worker = new ExecutionWorker({ store, providers: new ProviderRegistry([provider]), notifier: new Notifier(), logger: createLogger("silent"), clock: { now: () => new Date() }, leaseMs });
+    await worker.start();
+    cleanups.push(() => worker.stop());
+
+    const done = await until(async () => {
+      const row = await store.operation.findUniqueOrThrow({ where: { id: "op_nul" } });
+      return row.state === "executing" || row.state === "approved" ? undefined : row;
+    }, "the operation to end");
+    expect(done).toMatchObject({ state: "failed", errorCode: "result_not_recorded", result: null });
+    expect(provider.executed).toEqual(["op_nul"]);
   });
 });
