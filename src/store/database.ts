@@ -162,8 +162,9 @@ function withPragmas(factory: PrismaBetterSqlite3): SqlMigrationAwareDriverAdapt
 function postgresTarget(databaseUrl: string): Target {
   const pools: pg.Pool[] = [];
   const pool = (max: number) => {
-    pools.push(postgresPool(databaseUrl, max));
-    return pools.at(-1)!;
+    const created = postgresPool(databaseUrl, max);
+    pools.push(created);
+    return created;
   };
   return {
     description: redact(databaseUrl),
