@@ -9,7 +9,7 @@ import type { GrantRow, OperationRow, StoreClient, StoreTransaction } from "./st
  * Writing an admitted submission (spec §4, §5): the admission check, the rate count, the operation, its approval or
  * its window grant's use, its event and audit records, all or nothing. On PostgreSQL that is one statement, so the
  * load rows it locks (the client's, then the server's) are held for that statement and its commit only, never across
- * a round trip; on SQLite, whose one writer serializes everything, one short transaction.
+ * a round trip; on SQLite, whose one writer serializes everything, one batch of statements in one transaction.
  */
 
 /** What admission holds a submission to (the client's effective limits), in the rate window `windowStart` opens. */
@@ -20,8 +20,8 @@ export interface PlannedSubmission {
   operation: Omit<OperationRow, "result" | "claimedBy" | "claimedAt">;
   /** A request: the pending approval created with the operation. */
   approval?: Omit<GrantRow, "clientRequestId" | "requestHash" | "decidedBy" | "decisionReason" | "usedCount">;
-  /** A matching window grant: one of its uses is taken, or nothing is written. */
-  windowGrantId?: string;
+  /** A matching window grant, as the policy saw it: one of its uses is taken, or nothing is written. */
+  windowGrant?: { id: string; revision: number };
   /** The event's kind, and the audit record's category and detail. */
   kind: string;
   category: string | null;
@@ -41,9 +41,8 @@ export type SubmissionOutcome =
 
 export async function writeSubmission(store: StoreClient, plan: PlannedSubmission): Promise<SubmissionOutcome> {
   try {
-    return store.provider === "postgresql" ? await writeInOneStatement(store, plan) : await writeInOneTransaction(store, plan);
+    return store.provider === "postgresql" ? await writeInOneStatement(store, plan) : await writeInOneBatch(store, plan);
   } catch (error) {
-    if (error instanceof NotWritten) return { kind: "not_written", counts: error.counts };
     if (isUniqueViolation(error)) return { kind: "duplicate" };
     throw error;
   }
@@ -63,7 +62,8 @@ export async function readAdmissionCounts(store: StoreClient, tx: StoreTransacti
  */
 export async function admitClient(store: StoreClient, tx: StoreTransaction, clientId: string, limits: SubmissionLimits): Promise<boolean> {
   const dialect = dialects[store.provider];
-  const counted = await tx.$executeRaw`${countInWindow(dialect, clientId, limits, Prisma.sql`(${currentCounts(dialect, clientId, limits.windowStart)}) AS counts`)}`;
+  const counts = Prisma.sql`(${currentCounts(dialect, clientId, limits.windowStart)}) AS counts`;
+  const counted = await tx.$executeRaw`${countInWindow(dialect, clientId, limits, counts, admitted(limits), true)}`;
   return counted === 1;
 }
 
@@ -101,18 +101,19 @@ function admitted(limits: SubmissionLimits): Prisma.Sql {
 }
 
 /**
- * Counts one submission in the client's rate window, from `source` (the counts) where `admitted` holds. The conflict
- * branch checks the client's limits again on its latest row: a first submission may race another for the insert.
+ * Counts one submission in the client's rate window (inserting the client's load row, or bumping it) from `from`
+ * where `condition` holds. With `recheck`, the conflict branch checks the client's limits again on its latest row:
+ * where the statement itself decides admission, a client's first submission may race another for the insert.
  */
-function countInWindow(dialect: Dialect, clientId: string, limits: SubmissionLimits, source: Prisma.Sql, also: Prisma.Sql = Prisma.empty): Prisma.Sql {
-  const windowStart = dialect.time(limits.windowStart);
+function countInWindow(dialect: Dialect, clientId: string, limits: SubmissionLimits, from: Prisma.Sql, condition: Prisma.Sql, recheck: boolean): Prisma.Sql {
+  const limited = Prisma.sql`WHERE (load."windowStart" IS DISTINCT FROM excluded."windowStart" OR load."windowCount" < ${limits.requestsPerWindow})
+      AND load."active" < ${limits.clientActive} AND load."pending" < ${limits.clientPending}`;
   return Prisma.sql`INSERT INTO "ClientLoad" AS load ("clientId", "windowStart", "windowCount")
-    SELECT ${clientId}, ${windowStart}, 1 FROM ${source} WHERE ${admitted(limits)} ${also}
+    SELECT ${clientId}, ${dialect.time(limits.windowStart)}, 1 FROM ${from} WHERE ${condition}
     ON CONFLICT ("clientId") DO UPDATE SET
       "windowCount" = CASE WHEN load."windowStart" = excluded."windowStart" THEN load."windowCount" + 1 ELSE 1 END,
       "windowStart" = excluded."windowStart"
-    WHERE (load."windowStart" IS DISTINCT FROM excluded."windowStart" OR load."windowCount" < ${limits.requestsPerWindow})
-      AND load."active" < ${limits.clientActive} AND load."pending" < ${limits.clientPending}`;
+    ${recheck ? limited : Prisma.empty}`;
 }
 
 // ---- PostgreSQL: one statement ---------------------------------------------------------------------------------
@@ -130,20 +131,20 @@ async function writeInOneStatement(store: StoreClient, plan: PlannedSubmission):
 
 /** The one PostgreSQL statement of `writeSubmission`: one row, the counts it decided on and whether it wrote (`created`). */
 export function submissionStatement(plan: PlannedSubmission): Prisma.Sql {
-  const { operation: op, approval, windowGrantId, limits } = plan;
+  const { operation: op, approval, windowGrant, limits } = plan;
   const sql = dialects.postgresql;
   const now = op.createdAt;
   const occupies = op.state !== "denied";
-  const use = windowGrantId === undefined ? Prisma.empty : Prisma.sql`
+  const use = windowGrant === undefined ? Prisma.empty : Prisma.sql`
     used AS (
-      ${takeWindowGrantUse(sql, windowGrantId, now)} AND EXISTS (SELECT 1 FROM counts WHERE ${admitted(limits)})
+      ${takeWindowGrantUse(sql, windowGrant.id, now)} AND EXISTS (SELECT 1 FROM counts WHERE ${admitted(limits)})
       RETURNING "usesRemaining"
     ),`;
-  const onlyIfUsed = windowGrantId === undefined ? Prisma.empty : Prisma.sql`AND EXISTS (SELECT 1 FROM used)`;
+  const onlyIfUsed = windowGrant === undefined ? Prisma.empty : Prisma.sql`AND EXISTS (SELECT 1 FROM used)`;
   const approvalInsert = approval === undefined ? Prisma.empty : Prisma.sql`
     approval AS (INSERT INTO "Grant" (${grantColumns}) SELECT ${grantValues(sql, approval)} FROM counted),`;
-  const grantUsedAudit = windowGrantId === undefined ? Prisma.empty : Prisma.sql`
-    UNION ALL SELECT ${op.clientId}, 'client', 'grant.used', NULL, NULL, ${windowGrantId},
+  const grantUsedAudit = windowGrant === undefined ? Prisma.empty : Prisma.sql`
+    UNION ALL SELECT ${op.clientId}, 'client', 'grant.used', NULL, NULL, ${windowGrant.id},
       jsonb_build_object('uses_remaining', "usesRemaining"), ${sql.time(now)} FROM used, operation`;
 
   return Prisma.sql`
@@ -155,7 +156,7 @@ export function submissionStatement(plan: PlannedSubmission): Prisma.Sql {
       SELECT ${countsColumns(sql, Prisma.sql`client_row`, limits.windowStart, Prisma.sql`(SELECT "active" FROM global_row)`)}
       FROM (SELECT 1) AS one LEFT JOIN client_row ON true
     ), ${use} counted AS (
-      ${countInWindow(sql, op.clientId, limits, Prisma.sql`counts`, onlyIfUsed)}
+      ${countInWindow(sql, op.clientId, limits, Prisma.sql`counts`, Prisma.sql`${admitted(limits)} ${onlyIfUsed}`, true)}
       RETURNING 1
     ), operation AS (
       INSERT INTO "Operation" (${operationColumns}) SELECT ${operationValues(sql, op)} FROM counted
@@ -171,41 +172,45 @@ export function submissionStatement(plan: PlannedSubmission): Prisma.Sql {
     SELECT counts.*, (SELECT count(*)::int FROM operation) AS "created" FROM counts`;
 }
 
-// ---- SQLite: one transaction -----------------------------------------------------------------------------------
+// ---- SQLite: one batch ------------------------------------------------------------------------------------------
 
-async function writeInOneTransaction(store: StoreClient, plan: PlannedSubmission): Promise<SubmissionOutcome> {
-  const { operation: op, approval, windowGrantId, limits } = plan;
+/**
+ * The statements go in one batch (one transaction, no turn of user code between them). SQLite's one writer makes the
+ * counts each reads exact. The operation row goes in only if admission allows it (and, with a window grant, only if
+ * this batch took one of its uses, by a compare-and-swap on the revision the policy saw); every other row goes in
+ * only if the operation row did. A duplicate key fails the batch, which undoes the rest of it.
+ */
+async function writeInOneBatch(store: StoreClient, plan: PlannedSubmission): Promise<SubmissionOutcome> {
+  const { operation: op, approval, windowGrant, limits } = plan;
   const sql = dialects.sqlite;
   const now = op.createdAt;
-  await store.transaction(async (tx) => {
-    const notWritten = async () => new NotWritten(await readAdmissionCounts(store, tx, op.clientId, limits.windowStart));
-    // The first statement writes, so the transaction holds SQLite's write lock from there on: the counts are exact.
-    if (!(await admitClient(store, tx, op.clientId, limits))) throw await notWritten();
-    let usesRemaining: number | undefined;
-    if (windowGrantId !== undefined) {
-      const [used] = await tx.$queryRaw<{ usesRemaining: number | bigint }[]>`${takeWindowGrantUse(sql, windowGrantId, now)} RETURNING "usesRemaining"`;
-      if (!used) throw await notWritten();
-      usesRemaining = Number(used.usesRemaining);
-    }
-    await tx.$executeRaw`INSERT INTO "Operation" (${operationColumns}) VALUES (${operationValues(sql, op)})`;
-    if (approval) await tx.$executeRaw`INSERT INTO "Grant" (${grantColumns}) VALUES (${grantValues(sql, approval)})`;
-    await tx.$executeRaw`INSERT INTO "Event" ("kind", "clientId", "operationId", "grantId", "revision", "payload", "createdAt")
-      VALUES (${plan.kind}, ${op.clientId}, ${op.id}, ${op.approvalId}, 1, ${sql.json({ state: op.state })}, ${now})`;
-    const grantUsedAudit =
-      usesRemaining === undefined
-        ? Prisma.empty
-        : Prisma.sql`, (${op.clientId}, 'client', 'grant.used', NULL, NULL, ${windowGrantId}, ${sql.json({ uses_remaining: usesRemaining })}, ${now})`;
-    await tx.$executeRaw`INSERT INTO "AuditRecord" ("actor", "actorKind", "action", "category", "operationId", "grantId", "detail", "at")
-      VALUES (${op.clientId}, 'client', ${plan.kind}, ${plan.category}, ${op.id}, ${op.approvalId}, ${sql.json(auditDetail(plan))}, ${now}) ${grantUsedAudit}`;
-  });
-  return { kind: "created" };
-}
-
-/** Nothing is written; the transaction rolls back. */
-class NotWritten extends Error {
-  constructor(readonly counts: AdmissionCounts) {
-    super("not written");
-  }
+  const written = Prisma.sql`EXISTS (SELECT 1 FROM "Operation" WHERE "id" = ${op.id})`;
+  const used = windowGrant === undefined ? Prisma.empty : Prisma.sql`AND EXISTS (SELECT 1 FROM "Grant" WHERE "id" = ${windowGrant.id} AND "revision" = ${windowGrant.revision + 1})`;
+  const grantUsedAudit =
+    windowGrant === undefined
+      ? Prisma.empty
+      : Prisma.sql`UNION ALL SELECT ${op.clientId}, 'client', 'grant.used', NULL, NULL, ${windowGrant.id}, json_object('uses_remaining', "usesRemaining"), ${now}
+          FROM "Grant" WHERE "id" = ${windowGrant.id} AND ${written}`;
+  const statements = [
+    ...(windowGrant === undefined
+      ? []
+      : [
+          store.$executeRaw`${takeWindowGrantUse(sql, windowGrant.id, now)} AND "revision" = ${windowGrant.revision}
+            AND EXISTS (SELECT 1 FROM (${currentCounts(sql, op.clientId, limits.windowStart)}) WHERE ${admitted(limits)})`,
+        ]),
+    store.$executeRaw`INSERT INTO "Operation" (${operationColumns}) SELECT ${operationValues(sql, op)}
+      FROM (${currentCounts(sql, op.clientId, limits.windowStart)}) WHERE ${admitted(limits)} ${used}`,
+    store.$executeRaw`${countInWindow(sql, op.clientId, limits, Prisma.sql`(SELECT 1) AS one`, written, false)}`,
+    ...(approval ? [store.$executeRaw`INSERT INTO "Grant" (${grantColumns}) SELECT ${grantValues(sql, approval)} WHERE ${written}`] : []),
+    store.$executeRaw`INSERT INTO "Event" ("kind", "clientId", "operationId", "grantId", "revision", "payload", "createdAt")
+      SELECT ${plan.kind}, ${op.clientId}, ${op.id}, ${op.approvalId}, 1, ${sql.json({ state: op.state })}, ${now} WHERE ${written}`,
+    store.$executeRaw`INSERT INTO "AuditRecord" ("actor", "actorKind", "action", "category", "operationId", "grantId", "detail", "at")
+      SELECT ${op.clientId}, 'client', ${plan.kind}, ${plan.category}, ${op.id}, ${op.approvalId}, ${sql.json(auditDetail(plan))}, ${now} WHERE ${written}
+      ${grantUsedAudit}`,
+  ];
+  const changed = await store.$transaction(statements);
+  if (changed[windowGrant === undefined ? 0 : 1] === 1) return { kind: "created" };
+  return { kind: "not_written", counts: await readAdmissionCounts(store, store, op.clientId, limits.windowStart) };
 }
 
 // ---- rows --------------------------------------------------------------------------------------------------------

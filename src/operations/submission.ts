@@ -9,7 +9,7 @@ import type { Notifier } from "./notifier.js";
 import { decide, requestedGrantTerms, type Decision, type Policy } from "./policy.js";
 import type { Provider } from "./providers/provider.js";
 import type { ProviderRegistry } from "./providers/registry.js";
-import type { OperationRow, StoreClient } from "./store.js";
+import type { GrantRow, OperationRow, StoreClient } from "./store.js";
 import { writeSubmission, type PlannedSubmission } from "./submission-store.js";
 
 export interface SubmitInput {
@@ -31,6 +31,9 @@ export interface RequestOptions {
   /** How long an approval may stay pending before it expires. */
   approvalTtlMs: number;
 }
+
+/** The policy's decision, with the window grant it would use as it was read. */
+type SubmissionDecision = Exclude<Decision, { effect: "use_grant" }> | { effect: "use_grant"; grant: GrantRow };
 
 export const idempotencyKeyPattern = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 export const maxTargetBytes = 16 * 1024;
@@ -132,8 +135,8 @@ export class Submissions {
       case "use_grant":
         return {
           ...planned,
-          operation: { ...operation, approvalId: decision.grantId },
-          windowGrantId: decision.grantId,
+          operation: { ...operation, approvalId: decision.grant.id },
+          windowGrant: decision.grant,
           kind: "operation.approved",
           detail: { via: "window_grant" },
         };
@@ -181,13 +184,17 @@ export class Submissions {
    * The policy's decision. Window grants are looked up only when the policy would otherwise ask for approval: deny
    * beats a grant, and under an allow rule a grant changes nothing but the use it would spend.
    */
-  private async decide(clientId: string, request: SubmitInput, now: Date): Promise<Decision> {
+  private async decide(clientId: string, request: SubmitInput, now: Date): Promise<SubmissionDecision> {
     const { policy, store } = this.options;
     const input = { clientId, operation: request.operation, target: request.target, now };
-    const decision = decide(policy, input, []);
+    // Without grants to consider, the policy never answers use_grant.
+    const decision = decide(policy, input, []) as Exclude<Decision, { effect: "use_grant" }>;
     if (decision.effect !== "request") return decision;
     const windowGrants = await store.grant.findMany({ where: { clientId, operation: request.operation, status: "active", mode: "window" } });
-    return windowGrants.length === 0 ? decision : decide(policy, input, windowGrants);
+    const withGrants = windowGrants.length === 0 ? decision : decide(policy, input, windowGrants);
+    if (withGrants.effect !== "use_grant") return withGrants;
+    // The grant as read: its use is taken only if nobody changed it since.
+    return { effect: "use_grant", grant: windowGrants.find((grant) => grant.id === withGrants.grantId)! };
   }
 
   private validate(input: SubmitInput) {
