@@ -72,7 +72,7 @@ function currentCounts(dialect: Dialect, clientId: string, windowStart: Date): P
     FROM (SELECT 1) AS one LEFT JOIN "ClientLoad" ON "ClientLoad"."clientId" = ${clientId}`;
 }
 
-type CountsRow = Record<keyof AdmissionCounts, number | bigint>;
+type CountsRow = Record<keyof AdmissionCounts, number | bigint | null>;
 
 function toCounts(row: CountsRow): AdmissionCounts {
   return {
@@ -122,14 +122,19 @@ function countInWindow(dialect: Dialect, clientId: string, limits: SubmissionLim
  * The client's load row is locked first, then (only for an operation that will be active) the server's: the order
  * the counting triggers take them in, so that a submission and a state change never deadlock. FOR UPDATE returns
  * the rows as the last committed change left them, so the counts are exact across replicas. A refusal writes
- * nothing; a duplicate key fails the statement (unique violation), which undoes the rest of it.
+ * nothing; a duplicate key fails the statement (unique violation), which undoes the rest of it. A client's very
+ * first statement, finding no load row to lock, only creates it and writes nothing else (the submission is decided
+ * again): locking the server's row before a client row it then inserts would be the opposite order.
  */
 async function writeInOneStatement(store: StoreClient, plan: PlannedSubmission): Promise<SubmissionOutcome> {
   const [row] = await store.$queryRaw<(CountsRow & { created: number })[]>`${submissionStatement(plan)}`;
   return row!.created === 1 ? { kind: "created" } : { kind: "not_written", counts: toCounts(row!) };
 }
 
-/** The one PostgreSQL statement of `writeSubmission`: one row, the counts it decided on and whether it wrote (`created`). */
+/**
+ * The one PostgreSQL statement of `writeSubmission`: one row, the counts it decided on (null before the client's
+ * first submission) and whether it wrote (`created`).
+ */
 export function submissionStatement(plan: PlannedSubmission): Prisma.Sql {
   const { operation: op, approval, windowGrant, limits } = plan;
   const sql = dialects.postgresql;
@@ -150,13 +155,17 @@ export function submissionStatement(plan: PlannedSubmission): Prisma.Sql {
   return Prisma.sql`
     WITH client_row AS (
       SELECT "windowStart", "windowCount", "active", "pending" FROM "ClientLoad" WHERE "clientId" = ${op.clientId} FOR UPDATE
+    ), new_client AS (
+      INSERT INTO "ClientLoad" ("clientId") SELECT ${op.clientId} WHERE NOT EXISTS (SELECT 1 FROM client_row) ON CONFLICT DO NOTHING
     ), global_row AS (
-      SELECT "active" FROM "GlobalLoad" WHERE "id" = 1 AND (SELECT count(*) FROM client_row) >= 0 ${occupies ? Prisma.sql`FOR UPDATE` : Prisma.empty}
+      SELECT "active" FROM "GlobalLoad" WHERE "id" = 1 AND EXISTS (SELECT 1 FROM client_row) ${occupies ? Prisma.sql`FOR UPDATE` : Prisma.empty}
     ), counts AS (
-      SELECT ${countsColumns(sql, Prisma.sql`client_row`, limits.windowStart, Prisma.sql`(SELECT "active" FROM global_row)`)}
-      FROM (SELECT 1) AS one LEFT JOIN client_row ON true
+      SELECT ${countsColumns(sql, Prisma.sql`client_row`, limits.windowStart, Prisma.sql`(SELECT "active" FROM global_row)`)} FROM client_row
     ), ${use} counted AS (
-      ${countInWindow(sql, op.clientId, limits, Prisma.sql`counts`, Prisma.sql`${admitted(limits)} ${onlyIfUsed}`, true)}
+      UPDATE "ClientLoad" SET
+        "windowCount" = CASE WHEN "windowStart" = ${sql.time(limits.windowStart)} THEN "windowCount" + 1 ELSE 1 END,
+        "windowStart" = ${sql.time(limits.windowStart)}
+      WHERE "clientId" = ${op.clientId} AND EXISTS (SELECT 1 FROM counts WHERE ${admitted(limits)}) ${onlyIfUsed}
       RETURNING 1
     ), operation AS (
       INSERT INTO "Operation" (${operationColumns}) SELECT ${operationValues(sql, op)} FROM counted
@@ -169,7 +178,7 @@ export function submissionStatement(plan: PlannedSubmission): Prisma.Sql {
       SELECT ${op.clientId}, 'client', ${plan.kind}, ${plan.category}, "id", ${op.approvalId}, ${sql.json(auditDetail(plan))}, ${sql.time(now)} FROM operation
       ${grantUsedAudit}
     )
-    SELECT counts.*, (SELECT count(*)::int FROM operation) AS "created" FROM counts`;
+    SELECT counts.*, (SELECT count(*)::int FROM operation) AS "created" FROM (SELECT 1) AS one LEFT JOIN counts ON true`;
 }
 
 // ---- SQLite: one batch ------------------------------------------------------------------------------------------
