@@ -90,7 +90,7 @@ describe.each([
     const { prisma, provider } = await open();
     const store = operationsStore(prisma, provider);
     // Operations ending meanwhile: their counting trigger locks a client's row, then the server's.
-    await prisma.operation.createMany({ data: Array.from({ length: 40 }, (_, index) => ({ ...allowed(`ender-${index % 4}`).operation })) });
+    await prisma.operation.createMany({ data: Array.from({ length: 40 }, (_, index) => ({ ...allowed(`ender-${index % 4}`).operation, target: {}, arguments: {} })) });
     const ending = prisma.operation.findMany({ where: { clientId: { startsWith: "ender-" } } }).then((rows) =>
       Promise.all(rows.map((row) => prisma.operation.update({ where: { id: row.id }, data: { state: "canceled", terminalAt: new Date() } }))),
     );
