@@ -1,11 +1,11 @@
 import Sqlite from "better-sqlite3";
 import pg from "pg";
-import { newId } from "../src/operations/broker.js";
+import { newId } from "../src/operations/lifecycle.js";
 import { openDatabase, type Provider } from "../src/store/database.js";
 
 /*
- * The baseline for the operations bench: what one accepted submit writes (the AdmissionCounter upsert, one Operation,
- * one Event, one AuditRecord row, in one transaction) and what one replay reads (the Operation by client and key),
+ * The baseline for the operations bench: what one accepted submit writes (the client's rate count upserted in its
+ * ClientLoad row, one Operation, one Event, one AuditRecord row, in one transaction) and what one replay reads (the Operation by client and key),
  * as prepared raw SQL through the driver Axon's Prisma adapter uses: better-sqlite3 or pg. The rows are copies of
  * rows Axon wrote in the same run, with a new id, key and time, so both sides write the same bytes.
  */
@@ -23,7 +23,7 @@ export interface RowCounts {
   operations: number;
   events: number;
   audits: number;
-  /** The AdmissionCounter rows' counts, summed: submissions admitted. */
+  /** The ClientLoad rows' rate-window counts, summed: submissions admitted in the current windows. */
   admitted: number;
 }
 
@@ -38,13 +38,14 @@ export interface RawSubmitStore {
   close(): Promise<void>;
 }
 
-const windowMs = 60_000; // the bench's admission window_seconds
+/** The raw store's rate window; its count is not checked, only written as Axon writes it. */
+const windowMs = 60_000;
 
 /** Timestamps are set to the time of the write, as the broker sets them. */
 const timeColumns = { operation: ["createdAt", "updatedAt", "terminalAt"], event: ["createdAt"], audit: ["at"] } as const;
 
 const countSql = `SELECT (SELECT COUNT(*) FROM "Operation") AS operations, (SELECT COUNT(*) FROM "Event") AS events,
-  (SELECT COUNT(*) FROM "AuditRecord") AS audits, (SELECT COALESCE(SUM("count"), 0) FROM "AdmissionCounter") AS admitted`;
+  (SELECT COUNT(*) FROM "AuditRecord") AS audits, (SELECT COALESCE(SUM("windowCount"), 0) FROM "ClientLoad") AS admitted`;
 
 /** The first operation `clientId` submitted, with the event and audit record its submit wrote. */
 export async function readSubmitRows(provider: Provider, databaseUrl: string, clientId: string): Promise<SubmitRows> {
@@ -75,6 +76,24 @@ export async function countRows(provider: Provider, databaseUrl: string): Promis
   }
 }
 
+/**
+ * For each operation of type `operation` that a worker claimed, the milliseconds from its approval (its creation, for
+ * an operation the policy allowed) to its claim: both stamped by Axon's clock in the same process.
+ */
+export async function approvalToClaimMs(provider: Provider, databaseUrl: string, operation: string): Promise<number[]> {
+  const delay =
+    provider === "sqlite"
+      ? `(julianday("claimedAt") - julianday("createdAt")) * 86400000`
+      : `EXTRACT(EPOCH FROM ("claimedAt" - "createdAt")) * 1000`;
+  const read = provider === "sqlite" ? sqliteReader(databaseUrl) : await postgresReader(databaseUrl);
+  try {
+    const rows = await read.all(`SELECT ${delay} AS ms FROM "Operation" WHERE "operation" = $1 AND "claimedAt" IS NOT NULL`, operation);
+    return rows.map((row) => Number(row.ms)).sort((a, b) => a - b);
+  } finally {
+    await read.close();
+  }
+}
+
 /** Migrates the (fresh) database as Axon does, then opens it with the bare driver. */
 export async function openRawSubmitStore(provider: Provider, databaseUrl: string, rows: SubmitRows, poolSize: number): Promise<RawSubmitStore> {
   await (await openDatabase(databaseUrl)).close();
@@ -96,8 +115,9 @@ function statements(rows: SubmitRows, placeholder: (index: number) => string): S
   };
   return {
     counter:
-      `INSERT INTO "AdmissionCounter" ("clientId", "windowStart", "count") VALUES (${placeholder(1)}, ${placeholder(2)}, 1) ` +
-      `ON CONFLICT ("clientId", "windowStart") DO UPDATE SET "count" = "AdmissionCounter"."count" + 1`,
+      `INSERT INTO "ClientLoad" ("clientId", "windowStart", "windowCount") VALUES (${placeholder(1)}, ${placeholder(2)}, 1) ` +
+      `ON CONFLICT ("clientId") DO UPDATE SET "windowCount" = CASE WHEN "ClientLoad"."windowStart" = excluded."windowStart" ` +
+      `THEN "ClientLoad"."windowCount" + 1 ELSE 1 END, "windowStart" = excluded."windowStart"`,
     operation: insert("Operation", rows.operation),
     event: insert("Event", rows.event),
     audit: insert("AuditRecord", rows.audit),
@@ -134,6 +154,7 @@ function sqliteReader(databaseUrl: string) {
       if (!row) throw new Error(`no row for ${sql}`);
       return row;
     },
+    all: async (sql: string, ...params: unknown[]) => db.prepare(sql.replace(/\$\d+/g, "?")).all(...params) as Row[],
     close: async () => void db.close(),
   };
 }
@@ -147,6 +168,7 @@ async function postgresReader(databaseUrl: string) {
       if (!row) throw new Error(`no row for ${sql}`);
       return row;
     },
+    all: async (sql: string, ...params: unknown[]) => (await client.query<Row>(sql, params)).rows,
     close: () => client.end(),
   };
 }

@@ -1,43 +1,67 @@
 import { EventEmitter, setMaxListeners } from "node:events";
 
+/** The event workers wait on: some operation became approved. A symbol, so no operation id can collide with it. */
+const workAvailable = Symbol("work available");
+
 /**
  * Wakes waiters when an operation changes, so long polls and watches answer on the change rather than on a
  * polling interval. Changes made here wake local waiters at once; with `publishTo`, they are also announced to
- * other replicas, whose announcements arrive through `receivedFromReplica`.
+ * other replicas, whose announcements arrive through `receivedFromReplica`. A change that names the new state lets
+ * workers sleep through every change but the one they can act on: an operation becoming approved.
  */
 export class Notifier {
   private readonly emitter = new EventEmitter();
-  private publish: ((operationId: string) => void) | undefined;
+  private publish: ((message: string) => void) | undefined;
 
   constructor() {
     this.emitter.setMaxListeners(0);
   }
 
   /** Announces every local change to the other replicas too. */
-  publishTo(publish: (operationId: string) => void): void {
+  publishTo(publish: (message: string) => void): void {
     this.publish = publish;
   }
 
-  changed(operationId: string): void {
-    this.wake(operationId);
-    this.publish?.(operationId);
+  changed(operationId: string, state?: string): void {
+    this.wake(operationId, state);
+    this.publish?.(state === undefined ? operationId : `${operationId} ${state}`);
   }
 
-  receivedFromReplica(operationId: string): void {
-    this.wake(operationId);
+  /**
+   * A new operation. Nobody can be waiting on its id yet (the submitter learns it from this submission's answer), so
+   * other replicas hear of it only when it is work for their workers; their event feeds see it at their next re-read.
+   */
+  created(operationId: string, state: string): void {
+    this.wake(operationId, state);
+    if (state === "approved") this.publish?.(`${operationId} ${state}`);
+  }
+
+  /** A replica's announcement: the operation id, then its new state when known. */
+  receivedFromReplica(message: string): void {
+    const [operationId, state] = message.split(" ");
+    if (operationId) this.wake(operationId, state);
   }
 
   /** Resolves when `operationId` (or with "*", any operation) changes, the time is up, or `signal` aborts. */
   waitForChange(operationId: string, ms: number, signal?: AbortSignal): Promise<void> {
+    return this.waitFor(operationId, ms, signal);
+  }
+
+  /** Resolves when some operation becomes approved, the time is up, or `signal` aborts. */
+  waitForWork(ms: number, signal?: AbortSignal): Promise<void> {
+    return this.waitFor(workAvailable, ms, signal);
+  }
+
+  private waitFor(event: string | symbol, ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
       const done = (): void => {
         clearTimeout(timer);
-        this.emitter.off(operationId, done);
+        this.emitter.off(event, done);
         signal?.removeEventListener("abort", done);
         resolve();
       };
       const timer = setTimeout(done, ms);
-      this.emitter.once(operationId, done);
+      this.emitter.once(event, done);
       if (signal) {
         setMaxListeners(0, signal);
         signal.addEventListener("abort", done, { once: true });
@@ -45,8 +69,9 @@ export class Notifier {
     });
   }
 
-  private wake(operationId: string): void {
+  private wake(operationId: string, state: string | undefined): void {
     this.emitter.emit(operationId);
     this.emitter.emit("*", operationId);
+    if (state === "approved") this.emitter.emit(workAvailable);
   }
 }

@@ -6,7 +6,8 @@ import type { Logger } from "../logger.js";
 import { openDatabase, type Database } from "../store/database.js";
 import { listenToReplicas } from "../store/replica-notifications.js";
 import { loadAdmissionLimits } from "./admission.js";
-import { OperationsBroker, type Clock } from "./broker.js";
+import { OperationsBroker } from "./broker.js";
+import { systemClock, type Clock } from "./clock.js";
 import { Notifier } from "./notifier.js";
 import { loadPolicy, operationsAvailableTo } from "./policy.js";
 import { AgentChatProvider } from "./providers/agent-chat.js";
@@ -47,7 +48,7 @@ export async function startOperations(
     loadCredentials(config.credentialsFile, deps.env, { projectRoot: config.projectRoot }),
   ]);
   const database = await openDatabase(config.databaseUrl, { logger });
-  const clock = deps.clock ?? { now: () => new Date() };
+  const clock = deps.clock ?? systemClock;
   const transfers = await createTransfers({ database, settings: transferSettingsFromEnv(deps.env), dataDir: config.dataDir, logger, clock });
   const providers = new ProviderRegistry([
     new AgentChatProvider({ registry: deps.registry, chats: deps.chats }),
@@ -59,11 +60,18 @@ export async function startOperations(
   // Replicas sharing PostgreSQL wake each other's waits, watches and workers.
   const replicas =
     database.provider === "postgresql"
-      ? await listenToReplicas(config.databaseUrl, (id) => notifier.receivedFromReplica(id), logger)
+      ? await listenToReplicas(config.databaseUrl, (message) => notifier.receivedFromReplica(message), logger)
       : undefined;
-  if (replicas) notifier.publishTo((id) => replicas.publish(id));
+  if (replicas) notifier.publishTo((message) => replicas.publish(message));
   const broker = new OperationsBroker({ store, policy, admission, providers, notifier, logger, clock });
-  const worker = new ExecutionWorker({ store, providers, notifier, logger, clock, leaseMs: config.replicaLeaseSeconds * 1000 });
+  const worker = new ExecutionWorker({
+    store: operationsStore(database.background, database.provider),
+    providers,
+    notifier,
+    logger,
+    clock,
+    leaseMs: config.replicaLeaseSeconds * 1000,
+  });
   await worker.start();
   const sweeper = setInterval(() => void broker.sweep().catch((error: unknown) => logger.error({ err: error }, "sweep failed")), 10_000);
   sweeper.unref();

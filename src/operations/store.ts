@@ -1,4 +1,4 @@
-import type { Event, Grant, Operation, Prisma, PrismaClient } from "../store/database.js";
+import type { Event, Grant, Operation, Prisma, PrismaClient, Provider } from "../store/database.js";
 
 export type OperationRow = Operation;
 export type GrantRow = Grant;
@@ -8,25 +8,16 @@ export type EventRow = Event;
 export type StoreTransaction = Omit<Prisma.TransactionClient, never>;
 
 /**
- * The database as the operations lifecycle uses it: the generated client, plus `serialized`, a transaction in
- * which decisions that count rows (admission limits, grant uses, idempotency) cannot interleave, on one
- * process or on several replicas sharing PostgreSQL.
+ * The database as the operations lifecycle uses it: the generated client, which provider it speaks (the few
+ * hand-written statements differ), and `transaction`. No transaction takes a lock beyond the rows it changes:
+ * admission limits are counted in the load rows (`ClientLoad`, `GlobalLoad`), locked for one statement at most.
  */
 export type StoreClient = PrismaClient & {
-  serialized<T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T>;
+  provider: Provider;
+  transaction<T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T>;
 };
 
-// Any constant will do, so long as every replica takes the same one.
-const admissionLockKey = 7_426_160_301;
-
-export function operationsStore(prisma: PrismaClient, provider: "sqlite" | "postgresql"): StoreClient {
-  const serialized = <T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T> =>
-    prisma.$transaction(
-      async (tx) => {
-        if (provider === "postgresql") await tx.$executeRawUnsafe(`SELECT pg_advisory_xact_lock(${admissionLockKey})`);
-        return work(tx);
-      },
-      { maxWait: 10_000, timeout: 20_000 },
-    );
-  return Object.assign(prisma, { serialized });
+export function operationsStore(prisma: PrismaClient, provider: Provider): StoreClient {
+  const transaction = <T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T> => prisma.$transaction(work, { maxWait: 10_000, timeout: 20_000 });
+  return Object.assign(Object.create(prisma) as PrismaClient, { provider, transaction });
 }

@@ -1,13 +1,21 @@
 import { setTimeout as delay } from "node:timers/promises";
-import type { JsonObject } from "@bufbuild/protobuf";
 import type { Logger } from "../logger.js";
-import { newId, transition, type Clock } from "./broker.js";
+import { Prisma } from "../store/database.js";
+import { isStorageUnavailable } from "../store/storage-errors.js";
+import type { Clock } from "./clock.js";
+import { newId } from "./lifecycle.js";
 import type { Notifier } from "./notifier.js";
-import type { ExecutionOutcome, OperationToExecute } from "./providers/provider.js";
+import { recordOutcome, recordProgress } from "./outcomes.js";
+import type { ExecutionOutcome } from "./providers/provider.js";
 import type { ProviderRegistry } from "./providers/registry.js";
+import { ReplicaLease, toExecute } from "./replica-lease.js";
 import type { OperationRow, StoreClient } from "./store.js";
 
 export interface WorkerOptions {
+  /**
+   * The worker's own connections (on PostgreSQL a small pool of its own): claims, outcomes and heartbeats never wait
+   * behind the request path's queries, however many submissions are in flight.
+   */
   store: StoreClient;
   providers: ProviderRegistry;
   notifier: Notifier;
@@ -15,7 +23,7 @@ export interface WorkerOptions {
   clock: Clock;
   /** Operations executed at once by this process. */
   concurrency?: number;
-  /** How often to look for approved operations besides the wake-ups (other replicas' approvals). */
+  /** How often to look for approved operations besides the wake-ups (another process on the same SQLite file). */
   pollMs?: number;
   /**
    * How long this replica's claim on its operations outlives its last heartbeat. Operations claimed by a replica whose
@@ -25,177 +33,176 @@ export interface WorkerOptions {
 }
 
 const defaultLeaseMs = 15_000;
+/** What an execution ends as when the database refuses its outcome (not for being down: for what it holds). */
+const unrecorded: ExecutionOutcome = { state: "failed", code: "result_not_recorded", message: "the execution finished but its outcome could not be stored" };
+/** An outcome that could not be written is tried again after this, doubling to the cap, until the database is back. */
+const firstRetryMs = 250;
+const maxRetryMs = 5_000;
 
 /**
- * Executes approved operations exactly once: an operation is claimed by a compare-and-swap from approved to
- * executing (one winner, across replicas too), run by its provider, and its proven outcome recorded. An outcome
- * that cannot be proven is never retried: the operation fails with `upstream_result_unknown`.
- *
- * Each worker is a replica with a lease: a row it heartbeats every third of the lease. The operations a replica
- * claimed stay its own while the lease holds; once it lapses (the process was killed, or cut off from the database
- * for longer than the lease), any other replica reconciles them, and never runs them again.
+ * Executes approved operations exactly once: operations are claimed by one statement that moves them from approved
+ * to executing (one winner, across replicas too), run by their provider, and their proven outcome recorded. An
+ * outcome that cannot be proven is never retried: the operation fails with `upstream_result_unknown`. An outcome the
+ * database could not take (it is down) is kept and written once it is back. Nothing a database error does escapes:
+ * every failure is logged and retried, none ends the process.
  */
 export class ExecutionWorker {
   readonly id = newId("replica");
   private readonly running = new Set<Promise<void>>();
   private readonly stopping = new AbortController();
   private readonly leaseMs: number;
+  private readonly lease: ReplicaLease;
   private loops: Promise<void>[] = [];
 
   constructor(private readonly options: WorkerOptions) {
     this.leaseMs = options.leaseMs ?? defaultLeaseMs;
+    this.lease = new ReplicaLease({ ...options, id: this.id, leaseMs: this.leaseMs });
   }
 
-  /** Takes a lease, reconciles what lapsed replicas left executing, then starts claiming. */
+  /** Takes a lease, then starts claiming. */
   async start(): Promise<void> {
-    await this.heartbeat();
-    await this.reconcileLapsed();
+    await this.lease.renew();
     this.options.logger.info({ replica: this.id, lease_seconds: this.leaseMs / 1000 }, "execution worker started");
-    this.loops = [this.run(), this.keepLease()];
+    this.loops = [this.claimLoop(), this.keepLease()];
   }
 
   async stop(): Promise<void> {
     this.stopping.abort();
     await Promise.all(this.loops);
     await Promise.allSettled(this.running);
-    // Gone for good: nothing of ours is executing any more, so nobody needs to wait for the lease to lapse.
-    await this.options.store.replica.deleteMany({ where: { id: this.id } }).catch(() => undefined);
+    await this.lease.release().catch(() => undefined);
   }
 
-  private async run(): Promise<void> {
-    const { notifier, pollMs = 1000, concurrency = 8 } = this.options;
-    while (!this.stopping.signal.aborted) {
+  /** Renews the lease now (heartbeat, and reconciliation of lapsed replicas' operations once due). */
+  renewLease(): Promise<void> {
+    return this.lease.renew();
+  }
+
+  /**
+   * Claims while it has room. With room, it sleeps until an operation becomes approved (or the poll); when full,
+   * until one of its executions ends: other changes wake nothing here.
+   */
+  private async claimLoop(): Promise<void> {
+    const { notifier, logger, pollMs = 1000, concurrency = 8 } = this.options;
+    const { signal } = this.stopping;
+    while (!signal.aborted) {
+      // Ends this round's waits, whichever way the round ends.
+      const round = new AbortController();
+      const stop = () => round.abort();
+      signal.addEventListener("abort", stop, { once: true });
       try {
-        if (this.running.size < concurrency) await this.claimAndExecute(concurrency - this.running.size);
-      } catch (error) {
-        this.options.logger.error({ err: error }, "worker could not claim operations");
+        const room = concurrency - this.running.size;
+        if (room === 0) {
+          await Promise.race([...this.running, delay(pollMs, undefined, { signal: round.signal }).catch(() => undefined)]);
+          continue;
+        }
+        // Listen before claiming, so an approval committed during the claim is not slept through.
+        const approved = notifier.waitForWork(pollMs, round.signal);
+        const claimed = await this.claim(room).catch((error: unknown) => {
+          logger.error({ err: error, category: "storage" }, "worker could not claim operations");
+          return [];
+        });
+        for (const operation of claimed) this.begin(operation);
+        if (claimed.length < room) await approved;
+      } finally {
+        round.abort();
+        signal.removeEventListener("abort", stop);
       }
-      await notifier.waitForChange("*", pollMs, this.stopping.signal);
     }
   }
 
-  private async claimAndExecute(capacity: number): Promise<void> {
-    const { store, clock } = this.options;
-    const approved = await store.operation.findMany({ where: { state: "approved" }, orderBy: { updatedAt: "asc" }, take: capacity });
-    for (const operation of approved) {
-      const now = clock.now();
-      const claimed = await transition(store, operation, { state: "executing", claimedBy: this.id, claimedAt: now }, now);
-      if (!claimed) continue; // another worker won it
-      this.options.notifier.changed(operation.id);
-      const execution = this.execute(claimed).finally(() => this.running.delete(execution));
-      this.running.add(execution);
-    }
+  /** Up to `room` of the longest-approved operations, moved to executing under this replica, in one statement. */
+  private async claim(room: number): Promise<OperationRow[]> {
+    const { store, clock, notifier } = this.options;
+    const now = clock.now();
+    // On PostgreSQL, rows another replica is claiming at this moment are skipped rather than waited for. The pick is
+    // materialized: as a plain `IN (subquery)` PostgreSQL may run it again per row and claim more than `room`.
+    const skipLocked = store.provider === "postgresql" ? Prisma.sql`FOR UPDATE SKIP LOCKED` : Prisma.empty;
+    const claimed = await store.$queryRaw<OperationRow[]>`
+      WITH picked AS MATERIALIZED (SELECT "id" FROM "Operation" WHERE "state" = 'approved' ORDER BY "updatedAt" LIMIT ${room} ${skipLocked})
+      UPDATE "Operation" SET "state" = 'executing', "claimedBy" = ${this.id}, "claimedAt" = ${now}, "updatedAt" = ${now}, "revision" = "revision" + 1
+      WHERE "state" = 'approved' AND "id" IN (SELECT "id" FROM picked)
+      RETURNING *`;
+    for (const operation of claimed) notifier.changed(operation.id, operation.state);
+    return claimed;
   }
 
+  private begin(operation: OperationRow): void {
+    const execution = this.execute(operation).finally(() => this.running.delete(execution));
+    this.running.add(execution);
+  }
+
+  /** Never rejects: an execution's every failure ends in an outcome, and every outcome is recorded or logged. */
   private async execute(operation: OperationRow): Promise<void> {
     const { providers, logger } = this.options;
     const provider = providers.get(operation.operation);
-    let current = operation;
+    // Progress is shown in order and at most one write at a time; a lost one is only a missed summary.
+    let progress: Promise<void> = Promise.resolve();
     let outcome: ExecutionOutcome;
     try {
       if (!provider) throw new Error(`no provider for ${operation.operation}`);
       outcome = await provider.execute(toExecute(operation), {
         signal: this.stopping.signal,
         reportProgress: (summary: string) => {
-          void this.update(current, { presentationSummary: summary.slice(0, 500) }).then((updated) => {
-            if (updated) current = updated;
-          });
+          progress = progress.then(() => this.showProgress(operation.id, summary));
         },
       });
-    } catch (error) {
+    } catch {
       // The provider may have acted before it failed: that is not ours to repeat.
       logger.warn({ operation_id: operation.id, category: "unavailable" }, "operation outcome unknown");
       outcome = { state: "failed", code: "upstream_result_unknown", message: "the outcome of the execution is unknown; it was not retried" };
     }
-    await this.finish(operation.id, outcome);
+    await progress;
+    await this.record(operation.id, outcome);
   }
 
-  /** Records an outcome, retrying the compare-and-swap if a progress update moved the revision meanwhile. */
-  private async finish(id: string, outcome: ExecutionOutcome): Promise<void> {
-    for (;;) {
-      const operation = await this.options.store.operation.findUnique({ where: { id } });
-      if (!operation || operation.state !== "executing") return;
-      const now = this.options.clock.now();
-      const change =
-        outcome.state === "succeeded"
-          ? { state: "succeeded", result: outcome.result, terminalAt: now }
-          : { state: "failed", errorCode: outcome.code, errorMessage: outcome.message.slice(0, 500), terminalAt: now };
-      const done = await this.update(operation, change);
-      if (done) {
-        await this.options.store.auditRecord.create({
-          data: { actor: this.id, actorKind: "system", action: `operation.${outcome.state}`, operationId: id, category: outcome.state === "failed" ? "other" : null, detail: outcome.state === "failed" ? { code: outcome.code } : {} },
-        });
+  private async showProgress(operationId: string, summary: string): Promise<void> {
+    const { store, clock, notifier, logger } = this.options;
+    try {
+      const written = await recordProgress(store, this.id, operationId, summary, clock.now());
+      if (written) notifier.changed(operationId, written.state);
+    } catch (error) {
+      logger.warn({ err: error, operation_id: operationId, category: "storage" }, "could not show an operation's progress");
+    }
+  }
+
+  /**
+   * Writes the outcome, once. While the database cannot be reached it keeps it and tries again, backing off, until
+   * the write goes through or the process stops (then the operation is reconciled like any a stopped replica left).
+   * An outcome the database refuses outright (a result it cannot store) is replaced by a failure that says so.
+   */
+  private async record(operationId: string, outcome: ExecutionOutcome): Promise<void> {
+    const { store, clock, notifier, logger } = this.options;
+    for (let retryMs = firstRetryMs; ; retryMs = Math.min(retryMs * 2, maxRetryMs)) {
+      try {
+        const written = await recordOutcome(store, this.id, operationId, outcome, clock.now());
+        if (written) notifier.changed(operationId, written.state);
+        return;
+      } catch (error) {
+        if (!isStorageUnavailable(error)) {
+          logger.error({ err: error, operation_id: operationId, category: "storage" }, "could not record an operation's outcome");
+          if (outcome === unrecorded) return;
+          outcome = unrecorded;
+          continue;
+        }
+        logger.warn({ operation_id: operationId, category: "storage", retry_ms: retryMs }, "database unavailable, the outcome will be recorded once it is back");
+      }
+      const stopped = await delay(retryMs, false, { signal: this.stopping.signal }).catch(() => true);
+      if (stopped) {
+        logger.warn({ operation_id: operationId, category: "storage" }, "stopped before the outcome could be recorded; another replica will reconcile it");
         return;
       }
     }
   }
 
-  private async update(operation: OperationRow, change: Partial<OperationRow>): Promise<OperationRow | undefined> {
-    const updated = await transition(this.options.store, operation, change, this.options.clock.now());
-    if (updated) {
-      await this.options.store.event.create({
-        data: { kind: `operation.${updated.state}`, clientId: updated.clientId, operationId: updated.id, revision: updated.revision, payload: { state: updated.state } },
-      });
-      this.options.notifier.changed(updated.id);
-    }
-    return updated;
-  }
-
-  /** Heartbeats, and after each one reconciles what replicas whose lease lapsed left executing. */
+  /** Renews the lease every third of it; a failed renewal is logged and tried again at the next. */
   private async keepLease(): Promise<void> {
     const { logger } = this.options;
     const { signal } = this.stopping;
     for (;;) {
       await delay(this.leaseMs / 3, undefined, { signal }).catch(() => undefined);
       if (signal.aborted) return;
-      try {
-        await this.heartbeat();
-        await this.reconcileLapsed();
-      } catch (error) {
-        logger.warn({ err: error, replica: this.id, category: "storage" }, "could not renew the replica lease");
-      }
+      await this.lease.renew().catch((error: unknown) => logger.warn({ err: error, replica: this.id, category: "storage" }, "could not renew the replica lease"));
     }
   }
-
-  private async heartbeat(): Promise<void> {
-    const heartbeatAt = this.options.clock.now();
-    // An upsert: after an outage longer than the lease another replica may have removed the row.
-    await this.options.store.replica.upsert({ where: { id: this.id }, create: { id: this.id, heartbeatAt }, update: { heartbeatAt } });
-  }
-
-  /**
-   * Operations left executing by a replica that no longer holds a lease (or by none: claimed before leases existed)
-   * are taken over by a compare-and-swap, so exactly one replica reconciles each, by its provider, never running it again.
-   */
-  private async reconcileLapsed(): Promise<void> {
-    const { store, providers, logger, clock } = this.options;
-    const lapsedBefore = new Date(clock.now().getTime() - this.leaseMs);
-    const live = await store.replica.findMany({ where: { heartbeatAt: { gte: lapsedBefore } }, select: { id: true } });
-    const holders = [this.id, ...live.map((replica) => replica.id)];
-    const orphaned = await store.operation.findMany({
-      where: { state: "executing", OR: [{ claimedBy: null }, { claimedBy: { notIn: holders } }] },
-    });
-    for (const operation of orphaned) {
-      const now = clock.now();
-      const taken = await transition(store, operation, { claimedBy: this.id, claimedAt: now }, now);
-      if (!taken) continue; // another replica took it first, or it finished after all
-      const known = await providers.get(operation.operation)?.reconcile(toExecute(operation)).catch(() => undefined);
-      logger.info({ operation_id: operation.id, left_by: operation.claimedBy, reconciled: known?.state ?? "unknown" }, "reconciled an interrupted operation");
-      await this.finish(
-        operation.id,
-        known ?? { state: "failed", code: "upstream_result_unknown", message: "the replica executing it stopped; it was not retried" },
-      );
-    }
-    await store.replica.deleteMany({ where: { heartbeatAt: { lt: lapsedBefore }, id: { not: this.id } } });
-  }
-}
-
-function toExecute(operation: OperationRow): OperationToExecute {
-  return {
-    id: operation.id,
-    clientId: operation.clientId,
-    operation: operation.operation,
-    target: operation.target as JsonObject,
-    arguments: operation.arguments as JsonObject,
-  };
 }

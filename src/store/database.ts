@@ -18,9 +18,10 @@ import { PrismaSqliteThread } from "./sqlite/adapter.js";
 export type PrismaClient = SqlitePrismaClient;
 export { Prisma } from "../gen/prisma/sqlite/client.js";
 export type {
-  AdmissionCounter,
   AuditRecord,
+  ClientLoad,
   Event,
+  GlobalLoad,
   Grant,
   Operation,
   Principal,
@@ -32,6 +33,11 @@ export type { Provider };
 
 export interface Database {
   prisma: PrismaClient;
+  /**
+   * For background work that must not queue behind requests (the execution worker's claims, outcomes and lease
+   * heartbeats): on PostgreSQL a client with a small pool of its own; on SQLite `prisma` itself.
+   */
+  background: PrismaClient;
   provider: Provider;
   /** The migrations this open applied (empty when the database was current). */
   appliedMigrations: string[];
@@ -45,10 +51,19 @@ export interface OpenDatabaseOptions {
 /** Waits this long on a locked SQLite file (another connection writing) before failing. */
 const sqliteBusyTimeoutMs = 5_000;
 /**
- * How long a request waits for a PostgreSQL connection (pool full, or a server that accepts and never answers) before
- * failing with UNAVAILABLE; pg's default is forever. A refused connection fails at once whatever this says.
+ * How long opening a PostgreSQL connection may take (a server that accepts and never answers) before the request
+ * fails with UNAVAILABLE; pg's default is forever. A refused connection fails at once whatever this says.
  */
 const postgresConnectTimeoutMs = 5_000;
+/**
+ * How long a request waits for a free pooled connection: a burst of requests queues for them rather than failing
+ * while the database is healthy. Bounded, so that a database that stops answering does not queue requests forever.
+ */
+const postgresPoolWaitMs = 30_000;
+/** Connections of the request path's pool (pg's default). */
+const requestPoolSize = 10;
+/** Connections of the background pool: claims, outcome writes, progress and heartbeats, a few at a time. */
+const backgroundPoolSize = 3;
 /** Serializes start-up migrations of replicas sharing one PostgreSQL database (any constant key of Axon's own). */
 const migrationLockKey = 0x4158_4f4e; // "AXON"
 
@@ -77,11 +92,18 @@ export async function openDatabase(databaseUrl: string, options: OpenDatabaseOpt
       ? new SqlitePrismaClient({ adapter: target.clientAdapter() })
       : (new PostgresPrismaClient({ adapter: target.clientAdapter() }) as unknown as PrismaClient);
   await prisma.$connect();
+  const background = target.backgroundAdapter ? (new PostgresPrismaClient({ adapter: target.backgroundAdapter() }) as unknown as PrismaClient) : prisma;
+  await background.$connect();
+  await target.warmUp?.();
   return {
     prisma,
+    background,
     provider,
     appliedMigrations,
-    close: () => prisma.$disconnect(),
+    close: async () => {
+      await prisma.$disconnect();
+      if (background !== prisma) await background.$disconnect();
+    },
   };
 }
 
@@ -98,6 +120,10 @@ interface Target {
   migrate(apply: () => Promise<string[]>): Promise<string[]>;
   migrationAdapter(): SqlMigrationAwareDriverAdapterFactory;
   clientAdapter(): SqlDriverAdapterFactory;
+  /** A separate pool for `Database.background`, where the database has pools. */
+  backgroundAdapter?(): SqlDriverAdapterFactory;
+  /** Opens the pools' connections before the first request needs them. */
+  warmUp?(): Promise<void>;
 }
 
 function sqliteTarget(databaseUrl: string, logger: OpenDatabaseOptions["logger"]): Target {
@@ -144,6 +170,12 @@ function withPragmas(factory: PrismaBetterSqlite3): SqlMigrationAwareDriverAdapt
 }
 
 function postgresTarget(databaseUrl: string): Target {
+  const pools: pg.Pool[] = [];
+  const pool = (max: number) => {
+    const created = postgresPool(databaseUrl, max);
+    pools.push(created);
+    return created;
+  };
   return {
     description: redact(databaseUrl),
     migrate: async (apply) => {
@@ -158,9 +190,50 @@ function postgresTarget(databaseUrl: string): Target {
         await client.end(); // ends the session, releasing the lock even if unlocking was never reached
       }
     },
-    // Its own pool, ended when the engine is done with it, so no session of the engine outlives the migration step.
-    migrationAdapter: () => new PrismaPg({ connectionString: databaseUrl }),
-    clientAdapter: () => new PrismaPg({ connectionString: databaseUrl, connectionTimeoutMillis: postgresConnectTimeoutMs }),
+    migrationAdapter: () => postgresMigrationAdapter(databaseUrl),
+    clientAdapter: () => new PrismaPg(pool(requestPoolSize), { disposeExternalPool: true }),
+    backgroundAdapter: () => new PrismaPg(pool(backgroundPoolSize), { disposeExternalPool: true }),
+    warmUp: async () => void (await Promise.all(pools.map(fill))),
+  };
+}
+
+/**
+ * A pool whose requests wait up to `postgresPoolWaitMs` for a free connection but `postgresConnectTimeoutMs` to open
+ * one. Its connections are kept while idle (and opened at start, see `warmUp`): a burst then finds them open, instead
+ * of opening them all together on a busy machine, where a connection can take longer than the timeout to open.
+ */
+function postgresPool(databaseUrl: string, max: number): pg.Pool {
+  class BoundedConnectClient extends pg.Client {
+    constructor(config?: pg.ClientConfig) {
+      super({ ...config, connectionTimeoutMillis: postgresConnectTimeoutMs });
+    }
+  }
+  return new pg.Pool({ connectionString: databaseUrl, connectionTimeoutMillis: postgresPoolWaitMs, Client: BoundedConnectClient, max, min: max });
+}
+
+/** Opens every connection of `pool`; one that cannot be opened now is opened by the first query that needs it. */
+async function fill(pool: pg.Pool): Promise<void> {
+  const max = pool.options.max ?? 10;
+  await Promise.all(Array.from({ length: max }, () => pool.connect().then((client) => client.release(), () => undefined)));
+}
+
+/**
+ * What the schema engine applies PostgreSQL migrations through: its own pool, ended when the engine is done with it
+ * (so no session of the engine outlives the migration step), sending each migration script whole. PrismaPg splits a
+ * script at every `;`, which cuts the dollar-quoted bodies of trigger functions apart; the server splits it correctly
+ * itself, and runs it as one transaction.
+ */
+export function postgresMigrationAdapter(databaseUrl: string): SqlMigrationAwareDriverAdapterFactory {
+  const factory = new PrismaPg({ connectionString: databaseUrl });
+  return {
+    provider: factory.provider,
+    adapterName: factory.adapterName,
+    connect: async () => {
+      const adapter = await factory.connect();
+      adapter.executeScript = async (script) => void (await adapter.executeRaw({ sql: script, args: [], argTypes: [] }));
+      return adapter;
+    },
+    connectToShadowDb: () => factory.connectToShadowDb(),
   };
 }
 

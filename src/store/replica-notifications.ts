@@ -10,8 +10,8 @@ const firstRetryMs = 250;
 const maxRetryMs = 5_000;
 
 export interface ReplicaNotifications {
-  /** Tells every replica (this one included) that an operation changed. */
-  publish(operationId: string): void;
+  /** Tells every replica (this one included) that an operation changed: its id, and its new state when known. */
+  publish(message: string): void;
   close(): Promise<void>;
 }
 
@@ -22,7 +22,7 @@ export interface ReplicaNotifications {
  */
 export async function listenToReplicas(
   databaseUrl: string,
-  onChange: (operationId: string) => void,
+  onChange: (message: string) => void,
   logger: Pick<Logger, "warn" | "info">,
 ): Promise<ReplicaNotifications> {
   const closing = new AbortController();
@@ -58,7 +58,7 @@ export async function listenToReplicas(
       const client = await listen().catch(() => undefined);
       if (client === undefined) continue;
       if (closing.signal.aborted) {
-        await client.end();
+        await client.end().catch(() => undefined);
         return;
       }
       listener = client;
@@ -71,11 +71,18 @@ export async function listenToReplicas(
   const publisher = new pg.Pool({ connectionString: databaseUrl, max: 2, connectionTimeoutMillis: connectTimeoutMs });
   // An idle connection dropped by the server: the pool opens another for the next publish.
   publisher.on("error", () => undefined);
+  // The changes of one turn of the event loop go out in one query: a burst of them takes a few round trips, not one each.
+  let pending: string[] = [];
+  const flush = () => {
+    const messages = pending;
+    pending = [];
+    publisher.query("SELECT pg_notify($1, message) FROM unnest($2::text[]) AS message", [channel, messages]).catch((error: unknown) => {
+      logger.warn({ err: error, category: "storage" }, "could not notify the other replicas");
+    });
+  };
   return {
-    publish(operationId) {
-      publisher.query("SELECT pg_notify($1, $2)", [channel, operationId]).catch((error: unknown) => {
-        logger.warn({ err: error, category: "storage" }, "could not notify the other replicas");
-      });
+    publish(message) {
+      if (pending.push(message) === 1) setImmediate(flush);
     },
     async close() {
       closing.abort();

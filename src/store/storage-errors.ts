@@ -20,6 +20,8 @@ const socketCodes = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOU
 const pgConnectionMessages = [
   "Connection terminated",
   "timeout exceeded when trying to connect",
+  // A connection's own connect timeout (`connectionTimeoutMillis` on the client).
+  "timeout expired",
   "Client has encountered a connection error and is not queryable",
   "Client was closed and is not queryable",
 ];
@@ -54,6 +56,15 @@ export function isStorageError(error: unknown): boolean {
       return name.startsWith("PrismaClient") || name === "DriverAdapterError" || isSqlState(candidate);
     })
   );
+}
+
+/** True when the database refused a write for a unique key already taken (P2002, or a raw query's adapter error). */
+export function isUniqueViolation(error: unknown): boolean {
+  return someInChain(error, (candidate) => {
+    if (stringField(candidate, "code") === "P2002") return true;
+    const adapterCause = driverAdapterCause(candidate);
+    return adapterCause !== undefined && stringField(adapterCause, "kind") === "UniqueConstraintViolation";
+  });
 }
 
 /** Class 08 (connection exception), 57P01-57P03 (admin / crash shutdown, cannot connect now), 53300 (too many connections). */

@@ -177,8 +177,17 @@ describe("two replica processes sharing one PostgreSQL database", () => {
 });
 
 describe("admission limits across two replica processes", () => {
-  // Exact limits: 10 pending approvals per client, 15 active operations in all, and carol may submit 3 a minute.
-  const admission = { ...roomyAdmission, client_pending: 10, global_active: 15, clients: { carol: { requests_per_window: 3 } } };
+  // Exact limits: 10 pending approvals per client, 15 active operations in all, and carol may submit 3 per window.
+  // Windows are fixed (they start at multiples of their length since the epoch), and a burst that straddles a
+  // window's end is admitted 3 more in the next one, so carol's window is the longest there is: it ends at
+  // 2038-01-19T03:14:07Z, which no run of this test crosses.
+  const carolsWindowSeconds = 2_147_483_647;
+  const admission = {
+    ...roomyAdmission,
+    client_pending: 10,
+    global_active: 15,
+    clients: { carol: { requests_per_window: 3, window_seconds: carolsWindowSeconds } },
+  };
   let upstream: Upstream;
   let database: TestDatabase;
   const replicas: AxonProcess[] = [];
@@ -208,9 +217,13 @@ describe("admission limits across two replica processes", () => {
   }
 
   it("hold exactly, whichever replica each submit reaches: a client's rate, its pending limit, then the global active limit", async () => {
-    const toWindowEnd = (seconds: number) => seconds >= 1 && seconds <= 60;
+    const windowMs = carolsWindowSeconds * 1000;
+    const secondsToWindowEnd = () => Math.ceil((windowMs - (Date.now() % windowMs)) / 1000);
+    const atStart = secondsToWindowEnd();
+    // The seconds left when the server refused: no more than at the start, no fewer than now.
+    const toWindowEnd = (seconds: number) => seconds <= atStart && seconds >= secondsToWindowEnd();
     const capacity = (seconds: number) => seconds === 2;
-    expect(await burst(carol, "c", 50, toWindowEnd)).toBe(3); // carol's 3 a minute
+    expect(await burst(carol, "c", 50, toWindowEnd)).toBe(3); // carol's 3 a window
     expect(await burst(alice, "a", 100, capacity)).toBe(10); // alice's 10 pending approvals
     expect(await burst(bob, "b", 100, capacity)).toBe(2); // 15 active in all
     const counts = await queryPostgres<{ operations: number; pending: number }>(

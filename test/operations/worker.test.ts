@@ -10,6 +10,7 @@ import { operationsStore, type StoreClient } from "../../src/operations/store.js
 import { ExecutionWorker } from "../../src/operations/worker.js";
 import { defaultDatabaseUrl, openDatabase, type Database } from "../../src/store/database.js";
 import { createPostgresDatabase, type TestDatabase } from "../support/postgres-database.js";
+import { until } from "../support/wait.js";
 
 const leaseMs = 10_000;
 
@@ -69,25 +70,22 @@ describe.each([
   ["SQLite", sqlite],
   ["PostgreSQL", postgres],
 ])("replica leases on %s", (_name, open) => {
+  /** The workers' clock: it moves only when a test moves it. */
+  let now = Date.now();
+  const clock = { now: () => new Date(now) };
+
   async function startWorker(store: StoreClient, provider: RecordingProvider): Promise<ExecutionWorker> {
-    const worker = new ExecutionWorker({
-      store,
-      providers: new ProviderRegistry([provider]),
-      notifier: new Notifier(),
-      logger: createLogger("silent"),
-      clock: { now: () => new Date() },
-      leaseMs,
-    });
+    const worker = new ExecutionWorker({ store, providers: new ProviderRegistry([provider]), notifier: new Notifier(), logger: createLogger("silent"), clock, leaseMs });
     await worker.start();
     cleanups.push(() => worker.stop());
     return worker;
   }
 
-  it("reconciles what a replica with a lapsed lease left executing, and leaves a live replica's operations alone", async () => {
+  it("reconciles what a replica with a lapsed lease left executing once it has held its own lease for a whole lease, and leaves a live replica's operations alone", async () => {
     const database = await open();
     cleanups.push(() => database.close());
     const store = operationsStore(database.prisma, database.provider);
-    const now = Date.now();
+    now = Date.now();
     await store.replica.createMany({
       data: [
         { id: "replica_dead", heartbeatAt: new Date(now - 2 * leaseMs) },
@@ -100,6 +98,14 @@ describe.each([
 
     const provider = new RecordingProvider();
     const worker = await startWorker(store, provider);
+    // Just started: it may follow an outage that left every lease stale, so it gives the others a lease to renew theirs.
+    expect(provider.reconciled).toEqual([]);
+    expect((await store.operation.findMany({ where: { state: "executing" } })).length).toBe(4);
+
+    // The live replica heartbeats on; a lease later, this one has held its own long enough to judge the others'.
+    await store.replica.update({ where: { id: "replica_live" }, data: { heartbeatAt: new Date(now + leaseMs) } });
+    now += leaseMs;
+    await worker.renewLease();
 
     const states = Object.fromEntries((await store.operation.findMany()).map((row) => [row.id, row]));
     for (const id of ["op_dead", "op_unclaimed", "op_gone"]) {
@@ -112,17 +118,20 @@ describe.each([
     expect((await store.replica.findMany()).map((row) => row.id).sort()).toEqual([worker.id, "replica_live"].sort());
   });
 
-  it("two workers starting at once reconcile each orphaned operation exactly once", async () => {
+  it("two workers renewing at once reconcile each orphaned operation exactly once", async () => {
     const database = await open();
     cleanups.push(() => database.close());
     const store = operationsStore(database.prisma, database.provider);
-    await store.replica.create({ data: { id: "replica_dead", heartbeatAt: new Date(Date.now() - 2 * leaseMs) } });
+    now = Date.now();
+    await store.replica.create({ data: { id: "replica_dead", heartbeatAt: new Date(now - 2 * leaseMs) } });
     const ids = Array.from({ length: 20 }, (_, index) => `op_${index}`);
     await store.operation.createMany({ data: ids.map((id) => executing(id, "replica_dead")) });
 
     const first = new RecordingProvider();
     const second = new RecordingProvider();
-    await Promise.all([startWorker(store, first), startWorker(store, second)]);
+    const workers = await Promise.all([startWorker(store, first), startWorker(store, second)]);
+    now += leaseMs;
+    await Promise.all(workers.map((worker) => worker.renewLease()));
 
     expect([...first.reconciled, ...second.reconciled].sort()).toEqual([...ids].sort());
     const audits = await store.auditRecord.findMany({ where: { action: "operation.failed" } });
@@ -130,16 +139,43 @@ describe.each([
   });
 
   it("keeps its lease by heartbeat and gives it up on stop", async () => {
+    now = Date.now();
     const database = await open();
     cleanups.push(() => database.close());
     const store = operationsStore(database.prisma, database.provider);
     const worker = await startWorker(store, new RecordingProvider());
     const first = await store.replica.findUniqueOrThrow({ where: { id: worker.id } });
     // A heartbeat every third of the lease.
+    now += 1000;
     await new Promise((resolve) => setTimeout(resolve, leaseMs / 3 + 500));
     const later = await store.replica.findUniqueOrThrow({ where: { id: worker.id } });
     expect(later.heartbeatAt.getTime()).toBeGreaterThan(first.heartbeatAt.getTime());
     await worker.stop();
     expect(await store.replica.findUnique({ where: { id: worker.id } })).toBeNull();
+  });
+});
+
+describe("an execution whose outcome PostgreSQL refuses to store", () => {
+  it("ends as result_not_recorded instead of staying executing", async () => {
+    const database = await postgres();
+    cleanups.push(() => database.close());
+    const store = operationsStore(database.prisma, database.provider);
+    // jsonb cannot hold \u0000 in a string: the upstream answered, but the answer cannot be kept as it is.
+    const provider = new RecordingProvider();
+    provider.execute = async (operation) => {
+      provider.executed.push(operation.id);
+      return { state: "succeeded", result: { text: "before\u0000after" } };
+    };
+    await store.operation.create({ data: { ...executing("op_nul", null), state: "approved", revision: 1 } });
+    const worker = new ExecutionWorker({ store, providers: new ProviderRegistry([provider]), notifier: new Notifier(), logger: createLogger("silent"), clock: { now: () => new Date() }, leaseMs });
+    await worker.start();
+    cleanups.push(() => worker.stop());
+
+    const done = await until(async () => {
+      const row = await store.operation.findUniqueOrThrow({ where: { id: "op_nul" } });
+      return row.state === "executing" || row.state === "approved" ? undefined : row;
+    }, "the operation to end");
+    expect(done).toMatchObject({ state: "failed", errorCode: "result_not_recorded", result: null });
+    expect(provider.executed).toEqual(["op_nul"]);
   });
 });

@@ -131,18 +131,18 @@ describe("transactions", () => {
 
   it("concurrent read-modify-write transactions never interleave: no update is lost", async () => {
     const { prisma } = await axonClient();
-    const key = { clientId_windowStart: { clientId: "counted", windowStart: new Date(0) } };
-    await prisma.admissionCounter.create({ data: { clientId: "counted", windowStart: new Date(0), count: 0 } });
+    const key = { clientId: "counted" };
+    await prisma.clientLoad.create({ data: { clientId: "counted" } });
     await Promise.all(
       Array.from({ length: 25 }, () =>
         prisma.$transaction(async (tx) => {
-          const { count } = await tx.admissionCounter.findUniqueOrThrow({ where: key });
+          const { windowCount } = await tx.clientLoad.findUniqueOrThrow({ where: key });
           await tx.auditRecord.create(audit("counter")); // another round trip between the read and the write
-          await tx.admissionCounter.update({ where: key, data: { count: count + 1 } });
+          await tx.clientLoad.update({ where: key, data: { windowCount: windowCount + 1 } });
         }),
       ),
     );
-    expect((await prisma.admissionCounter.findUniqueOrThrow({ where: key })).count).toBe(25);
+    expect((await prisma.clientLoad.findUniqueOrThrow({ where: key })).windowCount).toBe(25);
   });
 
   it("with time to block, a transaction's statements complete in the task that sent them: it holds the writer for no turn of the event loop", async () => {

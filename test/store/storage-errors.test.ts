@@ -79,10 +79,13 @@ describe("storage errors", () => {
     const pool = new pg.Pool({ host: "127.0.0.1", port: silent.port, connectionTimeoutMillis: 200 });
     const unanswered = await thrown(() => pool.query("SELECT 1"));
     await pool.end();
+    // And a connection's own timeout, as each of Axon's pooled connections has.
+    const unansweredClient = await thrown(() => new pg.Client({ host: "127.0.0.1", port: silent.port, connectionTimeoutMillis: 200 }).connect());
     silent.close();
     expect(String(unanswered)).toContain("timeout");
+    expect(String(unansweredClient)).toContain("timeout expired");
 
-    for (const error of [refused, cut, unanswered]) {
+    for (const error of [refused, cut, unanswered, unansweredClient]) {
       expect(isStorageUnavailable(error)).toBe(true);
       expect(toConnectError(error).code).toBe(Code.Unavailable);
     }

@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import { invalidArgument, notFound } from "../../errors.js";
 import type { PrismaClient } from "../../store/database.js";
-import { newId, type Clock } from "../broker.js";
+import type { Clock } from "../clock.js";
+import { newId } from "../lifecycle.js";
 import { capacityRefusal } from "./capacity.js";
 import type { CapacityLock, TransferTransaction } from "./capacity-lock.js";
 import { payloadTooLarge } from "./sealed-payloads.js";

@@ -1,6 +1,6 @@
 import type { Logger } from "../../logger.js";
 import type { Database } from "../../store/database.js";
-import type { Clock } from "../broker.js";
+import type { Clock } from "../clock.js";
 import { capacityLock } from "./capacity-lock.js";
 import { SealedPayloads } from "./sealed-payloads.js";
 import { loadSealingKey } from "./sealing.js";

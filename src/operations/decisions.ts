@@ -1,0 +1,202 @@
+import { Code } from "@connectrpc/connect";
+import { AxonError, invalidArgument, notFound } from "../errors.js";
+import type { Clock } from "./clock.js";
+import { record, recordGrant, transition } from "./lifecycle.js";
+import type { Notifier } from "./notifier.js";
+import { afterCursor, newestFirst, pageLimit, pageOf } from "./pages.js";
+import { narrowGrant, type GrantTermsInput } from "./policy.js";
+import type { GrantRow, OperationRow, StoreClient, StoreTransaction } from "./store.js";
+
+export interface DecisionOptions {
+  store: StoreClient;
+  notifier: Notifier;
+  clock: Clock;
+}
+
+type Decided = { grant: GrantRow; operation?: OperationRow };
+
+/**
+ * Operator decisions on requests (approve, deny, revoke) and the clock's (expiry): each one transaction that drives
+ * the linked operations (spec §3), then changes the grant by a compare-and-swap on its revision, and notifies after
+ * commit. Operations always change before their grant: the order every writer takes the rows in (a submission using
+ * a window grant locks the client's and the server's load rows, then the grant), so no two of them deadlock.
+ */
+export class Decisions {
+  constructor(private readonly options: DecisionOptions) {}
+
+  async getRequest(id: string): Promise<Decided> {
+    const { store } = this.options;
+    const grant = await store.grant.findUnique({ where: { id } });
+    if (!grant) throw notFound("REQUEST_NOT_FOUND", "request not found", { request_id: id });
+    const operation = grant.operationId ? await store.operation.findUnique({ where: { id: grant.operationId } }) : null;
+    return { grant, ...(operation ? { operation } : {}) };
+  }
+
+  async listRequests(query: { status?: string; requester?: string; operation?: string; limit?: number; cursor?: string }) {
+    const limit = pageLimit(query.limit, 50, 100);
+    const statuses: Record<string, string[] | undefined> = {
+      pending: ["pending"],
+      active: ["active"],
+      history: ["denied", "expired", "consumed", "revoked", "canceled", "failed"],
+      all: undefined,
+    };
+    const status = query.status || "pending";
+    if (!(status in statuses)) {
+      throw invalidArgument("INVALID_STATUS", "status must be pending, active, history or all", [{ field: "status", description: "pending, active, history or all" }]);
+    }
+    const only = statuses[status];
+    const rows = await this.options.store.grant.findMany({
+      where: {
+        ...(only ? { status: { in: only } } : {}),
+        ...(query.requester ? { clientId: query.requester } : {}),
+        ...(query.operation ? { operation: query.operation } : {}),
+        ...afterCursor(query.cursor),
+      },
+      orderBy: newestFirst,
+      take: limit + 1,
+    });
+    const { items, nextCursor } = pageOf(rows, limit);
+    return { requests: items, ...(nextCursor ? { nextCursor } : {}) };
+  }
+
+  /** Approves a pending request, possibly narrowing it; its operation becomes approved with one use reserved. */
+  approve(operator: string, id: string, decision: { expectedRevision: number; reason?: string } & GrantTermsInput): Promise<Decided> {
+    return this.decide(operator, id, decision.expectedRevision, "pending", async (tx, grant, now, changed) => {
+      const terms = narrowGrant({ mode: grant.mode as "window" | "execution", ...(grant.minutes != null ? { minutes: grant.minutes } : {}), maxUses: grant.maxUses ?? 1 }, decision);
+      const usesRemaining = terms.maxUses - (grant.operationId ? 1 : 0);
+      await driveLinkedOperation(tx, grant, now, { state: "approved" }, changed);
+      const approved = await changeGrant(tx, grant, now, {
+        status: usesRemaining > 0 ? "active" : "consumed",
+        mode: terms.mode,
+        minutes: terms.minutes ?? null,
+        maxUses: terms.maxUses,
+        usesRemaining,
+        usedCount: grant.operationId ? 1 : 0,
+        expiresAt: terms.minutes ? new Date(now.getTime() + terms.minutes * 60_000) : null,
+        decidedBy: operator,
+        decisionReason: decision.reason ?? null,
+      });
+      await recordGrant(tx, "request.approved", approved, operator);
+      return approved;
+    });
+  }
+
+  deny(operator: string, id: string, decision: { expectedRevision: number; reason?: string }): Promise<Decided> {
+    return this.decide(operator, id, decision.expectedRevision, "pending", async (tx, grant, now, changed) => {
+      await driveLinkedOperation(tx, grant, now, { state: "denied", terminalAt: now, errorCode: "request_denied", errorMessage: "an operator denied the request" }, changed);
+      const denied = await changeGrant(tx, grant, now, { status: "denied", decidedBy: operator, decisionReason: decision.reason ?? null });
+      await recordGrant(tx, "request.denied", denied, operator);
+      return denied;
+    });
+  }
+
+  /** Revokes an active grant; operations it approved that have not started are canceled. */
+  revoke(operator: string, id: string, decision: { expectedRevision: number; reason?: string }): Promise<Decided> {
+    return this.decide(operator, id, decision.expectedRevision, "active", async (tx, grant, now, changed) => {
+      const waiting = await tx.operation.findMany({ where: { approvalId: id, state: "approved" } });
+      for (const operation of waiting) {
+        const canceled = await transition(tx, operation, { state: "canceled", terminalAt: now, errorCode: "grant_revoked", errorMessage: "an operator revoked the grant" }, now);
+        if (canceled) changed.push(canceled);
+      }
+      const revoked = await changeGrant(tx, grant, now, { status: "revoked", decidedBy: operator, decisionReason: decision.reason ?? null });
+      await recordGrant(tx, "request.revoked", revoked, operator);
+      return revoked;
+    });
+  }
+
+  /** Expires pending approvals and window grants past their time. Safe to run on several replicas at once. */
+  async sweep(): Promise<number> {
+    const { store, clock } = this.options;
+    const now = clock.now();
+    const due = await store.grant.findMany({ where: { status: { in: ["pending", "active"] }, expiresAt: { lte: now } }, take: 100 });
+    let expired = 0;
+    for (const grant of due) {
+      const changed: OperationRow[] = [];
+      const done = await store
+        .transaction(async (tx) => {
+          if (grant.status === "pending") {
+            const change = { state: "expired", terminalAt: now, errorCode: "request_expired", errorMessage: "the request was not decided in time" };
+            await driveLinkedOperation(tx, grant, now, change, changed);
+          }
+          const gone = await changeGrant(tx, grant, now, { status: "expired" });
+          await recordGrant(tx, "request.expired", gone, "sweeper");
+          return true;
+        })
+        // Another replica expired it first, or an operator decided it meanwhile.
+        .catch((error: unknown) => (error instanceof GrantChanged ? false : Promise.reject(error)));
+      if (done) expired++;
+      this.notifyCommitted(changed);
+    }
+    return expired;
+  }
+
+  private async decide(
+    operator: string,
+    id: string,
+    expectedRevision: number,
+    requiredStatus: string,
+    apply: (tx: StoreTransaction, grant: GrantRow, now: Date, changed: OperationRow[]) => Promise<GrantRow>,
+  ): Promise<Decided> {
+    const { store, clock } = this.options;
+    const changed: OperationRow[] = [];
+    const decided = await store
+      .transaction(async (tx) => {
+        const grant = await tx.grant.findUnique({ where: { id } });
+        if (!grant) throw notFound("REQUEST_NOT_FOUND", "request not found", { request_id: id });
+        if (grant.revision !== expectedRevision) throw staleRevision(grant);
+        if (grant.status !== requiredStatus) {
+          throw new AxonError(Code.Aborted, requiredStatus === "pending" ? "REQUEST_NOT_PENDING" : "REQUEST_NOT_ACTIVE", `the request is ${grant.status}`, {
+            metadata: { category: "conflict", status: grant.status },
+          });
+        }
+        return apply(tx, grant, clock.now(), changed);
+      })
+      .catch(async (error: unknown) => {
+        // Decided by someone else between the read and the write: as stale as if read after it.
+        if (error instanceof GrantChanged) throw staleRevision((await store.grant.findUnique({ where: { id } })) ?? error.grant);
+        throw error;
+      });
+    this.notifyCommitted(changed);
+    const operation = decided.operationId ? await store.operation.findUnique({ where: { id: decided.operationId } }) : null;
+    return { grant: decided, ...(operation ? { operation } : {}) };
+  }
+
+  /** Wakes waiters for the operations a transaction changed, once it has committed (never for one rolled back). */
+  private notifyCommitted(changed: OperationRow[]): void {
+    for (const operation of changed) this.options.notifier.changed(operation.id, operation.state);
+  }
+}
+
+class GrantChanged extends Error {
+  constructor(readonly grant: GrantRow) {
+    super("the grant changed");
+  }
+}
+
+function staleRevision(grant: GrantRow): AxonError {
+  return new AxonError(Code.Aborted, "STALE_REVISION", "the request changed since it was read", {
+    metadata: { category: "conflict", current_revision: String(grant.revision) },
+  });
+}
+
+/** Compare-and-swap on the grant's revision; `GrantChanged` (rolling the transaction back) when it moved on. */
+async function changeGrant(tx: StoreTransaction, grant: GrantRow, now: Date, change: Partial<GrantRow>): Promise<GrantRow> {
+  const { count } = await tx.grant.updateMany({
+    where: { id: grant.id, revision: grant.revision },
+    data: { ...change, revision: grant.revision + 1, updatedAt: now } as never,
+  });
+  if (count === 0) throw new GrantChanged(grant);
+  return { ...grant, ...change, revision: grant.revision + 1, updatedAt: now };
+}
+
+/** The linked approval drives its operation (spec §3). */
+async function driveLinkedOperation(tx: StoreTransaction, grant: GrantRow, now: Date, change: Partial<OperationRow>, changed: OperationRow[]): Promise<void> {
+  if (!grant.operationId) return;
+  const operation = await tx.operation.findUnique({ where: { id: grant.operationId } });
+  if (!operation || operation.state !== "pending") return;
+  const updated = await transition(tx, operation, change, now);
+  if (updated) {
+    changed.push(updated);
+    await record(tx, `operation.${updated.state}`, updated, { grantId: grant.id, actor: "operator" });
+  }
+}

@@ -1,0 +1,66 @@
+import { Prisma } from "../store/database.js";
+import type { ExecutionOutcome } from "./providers/provider.js";
+import { dialects } from "./sql-dialect.js";
+import type { StoreClient } from "./store.js";
+
+/** The new revision and state of an operation a worker wrote, for its event and wake-ups. */
+export interface Written {
+  clientId: string;
+  revision: number;
+  state: string;
+}
+
+/**
+ * Records an execution's proven (or unknown) outcome with its event and audit record, all or nothing. Only the
+ * replica holding the operation may: `undefined` when it is no longer executing under `replica` (another replica
+ * reconciled it after this one's lease lapsed), and nothing is written. On PostgreSQL this is one statement: ending
+ * an operation changes the load counts, whose rows stay locked only for the statement and its commit.
+ */
+export async function recordOutcome(store: StoreClient, replica: string, operationId: string, outcome: ExecutionOutcome, now: Date): Promise<Written | undefined> {
+  const sql = dialects[store.provider];
+  const succeeded = outcome.state === "succeeded";
+  const change = Prisma.sql`"state" = ${outcome.state}, "result" = ${sql.json(succeeded ? outcome.result : null)},
+    "errorCode" = ${succeeded ? null : outcome.code}, "errorMessage" = ${succeeded ? null : outcome.message.slice(0, 500)},
+    "terminalAt" = ${sql.time(now)}`;
+  const kind = `operation.${outcome.state}`;
+  const event = Prisma.sql`${kind}, "clientId", ${operationId}, "revision", ${sql.json({ state: outcome.state })}, ${sql.time(now)}`;
+  const audit = Prisma.sql`${replica}, 'system', ${kind}, ${succeeded ? null : "other"}, ${operationId},
+    ${sql.json(succeeded ? {} : { code: outcome.code })}, ${sql.time(now)}`;
+  if (store.provider === "postgresql") {
+    const [written] = await store.$queryRaw<Written[]>`
+      WITH changed AS (${changeHeld(replica, operationId, change, now)}), event AS (
+        INSERT INTO "Event" ("kind", "clientId", "operationId", "revision", "payload", "createdAt") SELECT ${event} FROM changed
+      ), audit AS (
+        INSERT INTO "AuditRecord" ("actor", "actorKind", "action", "category", "operationId", "detail", "at") SELECT ${audit} FROM changed
+      )
+      SELECT * FROM changed`;
+    return written;
+  }
+  return store.transaction(async (tx) => {
+    const [written] = await tx.$queryRaw<Written[]>`${changeHeld(replica, operationId, change, now)}`;
+    if (!written) return undefined;
+    await tx.$executeRaw`INSERT INTO "Event" ("kind", "clientId", "operationId", "revision", "payload", "createdAt")
+      SELECT ${event} FROM "Operation" WHERE "id" = ${operationId}`;
+    await tx.$executeRaw`INSERT INTO "AuditRecord" ("actor", "actorKind", "action", "category", "operationId", "detail", "at") VALUES (${audit})`;
+    return { ...written, revision: Number(written.revision) };
+  });
+}
+
+/** Shows progress on an executing operation: a new revision with this summary, and its event. */
+export function recordProgress(store: StoreClient, replica: string, operationId: string, summary: string, now: Date): Promise<Written | undefined> {
+  const sql = dialects[store.provider];
+  return store.transaction(async (tx) => {
+    const [written] = await tx.$queryRaw<Written[]>`${changeHeld(replica, operationId, Prisma.sql`"presentationSummary" = ${summary.slice(0, 500)}`, now)}`;
+    if (!written) return undefined;
+    await tx.$executeRaw`INSERT INTO "Event" ("kind", "clientId", "operationId", "revision", "payload", "createdAt")
+      VALUES ('operation.executing', ${written.clientId}, ${operationId}, ${sql.int(Number(written.revision))}, ${sql.json({ state: written.state })}, ${sql.time(now)})`;
+    return { ...written, revision: Number(written.revision) };
+  });
+}
+
+/** Changes an operation while it is executing under `replica`, whatever revision progress has taken it to. */
+function changeHeld(replica: string, operationId: string, change: Prisma.Sql, now: Date): Prisma.Sql {
+  return Prisma.sql`UPDATE "Operation" SET ${change}, "revision" = "revision" + 1, "updatedAt" = ${now}
+    WHERE "id" = ${operationId} AND "state" = 'executing' AND "claimedBy" = ${replica}
+    RETURNING "clientId", "revision", "state"`;
+}

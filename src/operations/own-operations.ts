@@ -1,0 +1,79 @@
+import { Code } from "@connectrpc/connect";
+import { AxonError, invalidArgument, notFound } from "../errors.js";
+import type { Clock } from "./clock.js";
+import { activeStates, record, terminalStates, transition } from "./lifecycle.js";
+import type { Notifier } from "./notifier.js";
+import { afterCursor, newestFirst, pageLimit, pageOf } from "./pages.js";
+import type { OperationRow, StoreClient } from "./store.js";
+
+export interface OwnOperationsOptions {
+  store: StoreClient;
+  notifier: Notifier;
+  clock: Clock;
+}
+
+/** What a client may do with the operations it submitted: read them, list them, cancel them. */
+export class OwnOperations {
+  constructor(private readonly options: OwnOperationsOptions) {}
+
+  async get(clientId: string, id: string): Promise<OperationRow> {
+    const operation = await this.options.store.operation.findFirst({ where: { id, clientId } });
+    // Another client's operation is as absent as one that never existed.
+    if (!operation) throw notFound("OPERATION_NOT_FOUND", "operation not found", { operation_id: id });
+    return operation;
+  }
+
+  async list(
+    clientId: string,
+    query: { idempotencyKey?: string; state?: string; limit?: number; cursor?: string },
+  ): Promise<{ operations: OperationRow[]; nextCursor?: string }> {
+    const limit = pageLimit(query.limit, 20, 50);
+    if (query.state && !terminalStates.has(query.state) && !activeStates.includes(query.state)) {
+      throw invalidArgument("INVALID_STATE", "unknown state", [{ field: "state", description: "an operation state" }]);
+    }
+    const rows = await this.options.store.operation.findMany({
+      where: {
+        clientId,
+        ...(query.idempotencyKey ? { idempotencyKey: query.idempotencyKey } : {}),
+        ...(query.state ? { state: query.state } : {}),
+        ...afterCursor(query.cursor),
+      },
+      orderBy: newestFirst,
+      take: limit + 1,
+    });
+    const { items, nextCursor } = pageOf(rows, limit);
+    return { operations: items, ...(nextCursor ? { nextCursor } : {}) };
+  }
+
+  /** Only the requester, only pending or approved; terminal ones come back unchanged. */
+  async cancel(clientId: string, id: string): Promise<OperationRow> {
+    const { store, clock, notifier } = this.options;
+    for (;;) {
+      const operation = await this.get(clientId, id);
+      if (terminalStates.has(operation.state)) return operation;
+      if (operation.state === "executing") {
+        throw new AxonError(Code.Aborted, "OPERATION_NOT_CANCELABLE", "an executing operation cannot be canceled", {
+          metadata: { category: "conflict", operation_id: id },
+        });
+      }
+      const now = clock.now();
+      const changed = await store.transaction(async (tx) => {
+        const updated = await transition(tx, operation, { state: "canceled", terminalAt: now, errorCode: "canceled", errorMessage: "canceled by the requester" }, now);
+        if (!updated) return undefined;
+        // A pending approval goes with its operation; a window grant serves others and survives.
+        if (operation.approvalId) {
+          await tx.grant.updateMany({
+            where: { id: operation.approvalId, status: "pending" },
+            data: { status: "canceled", revision: { increment: 1 }, updatedAt: now },
+          });
+        }
+        await record(tx, "operation.canceled", updated, { actor: clientId, category: "canceled" });
+        return updated;
+      });
+      if (changed) {
+        notifier.changed(id, changed.state);
+        return changed;
+      }
+    }
+  }
+}

@@ -1,0 +1,291 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { Prisma } from "../store/database.js";
+import { isUniqueViolation } from "../store/storage-errors.js";
+import type { AdmissionCounts, ClientLimits, GlobalLimits } from "./admission.js";
+import { dialects, type Dialect } from "./sql-dialect.js";
+import type { GrantRow, OperationRow, StoreClient, StoreTransaction } from "./store.js";
+
+/**
+ * Writing an admitted submission (spec §4, §5): the admission check, the rate count, the operation, its approval or
+ * its window grant's use, its event and audit records, all or nothing. On PostgreSQL that is one statement, so the
+ * load rows it locks (the client's, then the server's) are held for that statement and its commit only, never across
+ * a round trip; on SQLite, whose one writer serializes everything, one batch of statements in one transaction.
+ */
+
+/** What admission holds a submission to (the client's effective limits), in the rate window `windowStart` opens. */
+export type SubmissionLimits = ClientLimits & GlobalLimits & { windowStart: Date };
+
+/** The rows a submission writes, decided beforehand (policy, presentation); the store only admits and writes them. */
+export interface PlannedSubmission {
+  operation: Omit<OperationRow, "result" | "claimedBy" | "claimedAt">;
+  /** A request: the pending approval created with the operation. */
+  approval?: Omit<GrantRow, "clientRequestId" | "requestHash" | "decidedBy" | "decisionReason" | "usedCount">;
+  /** A matching window grant, as the policy saw it: one of its uses is taken, or nothing is written. */
+  windowGrant?: { id: string; revision: number };
+  /** The event's kind, and the audit record's category and detail. */
+  kind: string;
+  category: string | null;
+  detail: JsonObject;
+  limits: SubmissionLimits;
+}
+
+export type SubmissionOutcome =
+  | { kind: "created" }
+  /** The idempotency key was taken meanwhile by a concurrent submission; nothing was written. */
+  | { kind: "duplicate" }
+  /**
+   * Nothing was written: admission refused (`counts`, the counts it decided on, show why) or, when they admit it,
+   * something changed meanwhile (the window grant's last use went elsewhere, a first submission raced another).
+   */
+  | { kind: "not_written"; counts: AdmissionCounts };
+
+export async function writeSubmission(store: StoreClient, plan: PlannedSubmission): Promise<SubmissionOutcome> {
+  try {
+    return store.provider === "postgresql" ? await writeInOneStatement(store, plan) : await writeInOneBatch(store, plan);
+  } catch (error) {
+    if (isUniqueViolation(error)) return { kind: "duplicate" };
+    throw error;
+  }
+}
+
+/** The five counts admission decides on (see `admit`), as the load rows stand for this client now. */
+export async function readAdmissionCounts(store: StoreClient, tx: StoreTransaction, clientId: string, windowStart: Date): Promise<AdmissionCounts> {
+  const [row] = await tx.$queryRaw<CountsRow[]>`${currentCounts(dialects[store.provider], clientId, windowStart)}`;
+  return toCounts(row!);
+}
+
+/**
+ * Takes one slot of the client's rate window in one statement, if admission allows it; false when it refuses. The
+ * client's load row stays locked to the end of the transaction, so what the transaction then adds to its counts is
+ * exact. The server-wide counts are only read: on PostgreSQL this is for what adds no active operation (an explicit
+ * grant request); on SQLite, whose one writer serializes transactions, the read is exact too.
+ */
+export async function admitClient(store: StoreClient, tx: StoreTransaction, clientId: string, limits: SubmissionLimits): Promise<boolean> {
+  const dialect = dialects[store.provider];
+  const counts = Prisma.sql`(${currentCounts(dialect, clientId, limits.windowStart)}) AS counts`;
+  const counted = await tx.$executeRaw`${countInWindow(dialect, clientId, limits, counts, admitted(limits), true)}`;
+  return counted === 1;
+}
+
+function currentCounts(dialect: Dialect, clientId: string, windowStart: Date): Prisma.Sql {
+  return Prisma.sql`SELECT ${countsColumns(dialect, Prisma.sql`"ClientLoad"`, windowStart, Prisma.sql`(SELECT "active" FROM "GlobalLoad" WHERE "id" = 1)`)}
+    FROM (SELECT 1) AS one LEFT JOIN "ClientLoad" ON "ClientLoad"."clientId" = ${clientId}`;
+}
+
+type CountsRow = Record<keyof AdmissionCounts, number | bigint | null>;
+
+function toCounts(row: CountsRow): AdmissionCounts {
+  return {
+    clientRequestsInWindow: Number(row.clientRequestsInWindow),
+    clientActive: Number(row.clientActive),
+    clientPending: Number(row.clientPending),
+    globalActive: Number(row.globalActive),
+    globalExecuting: Number(row.globalExecuting),
+  };
+}
+
+/** The counts as columns, from a relation holding the client's load row (or nulls: no row yet) and the global one. */
+function countsColumns(dialect: Dialect, client: Prisma.Sql, windowStart: Date, globalActive: Prisma.Sql): Prisma.Sql {
+  return Prisma.sql`
+    COALESCE(CASE WHEN ${client}."windowStart" = ${dialect.time(windowStart)} THEN ${client}."windowCount" END, 0) AS "clientRequestsInWindow",
+    COALESCE(${client}."active", 0) AS "clientActive",
+    COALESCE(${client}."pending", 0) AS "clientPending",
+    ${globalActive} AS "globalActive",
+    (SELECT count(*) FROM "Operation" WHERE "state" = 'executing') AS "globalExecuting"`;
+}
+
+/** `admit` (src/operations/admission.ts) in SQL, over a relation with the count columns: every count below its limit. */
+function admitted(limits: SubmissionLimits): Prisma.Sql {
+  return Prisma.sql`"clientRequestsInWindow" < ${limits.requestsPerWindow} AND "clientActive" < ${limits.clientActive}
+    AND "clientPending" < ${limits.clientPending} AND "globalActive" < ${limits.globalActive} AND "globalExecuting" < ${limits.globalExecuting}`;
+}
+
+/**
+ * Counts one submission in the client's rate window (inserting the client's load row, or bumping it) from `from`
+ * where `condition` holds. With `recheck`, the conflict branch checks the client's limits again on its latest row:
+ * where the statement itself decides admission, a client's first submission may race another for the insert.
+ */
+function countInWindow(dialect: Dialect, clientId: string, limits: SubmissionLimits, from: Prisma.Sql, condition: Prisma.Sql, recheck: boolean): Prisma.Sql {
+  const limited = Prisma.sql`WHERE (load."windowStart" IS DISTINCT FROM excluded."windowStart" OR load."windowCount" < ${limits.requestsPerWindow})
+      AND load."active" < ${limits.clientActive} AND load."pending" < ${limits.clientPending}`;
+  return Prisma.sql`INSERT INTO "ClientLoad" AS load ("clientId", "windowStart", "windowCount")
+    SELECT ${clientId}, ${dialect.time(limits.windowStart)}, 1 FROM ${from} WHERE ${condition}
+    ON CONFLICT ("clientId") DO UPDATE SET
+      "windowCount" = CASE WHEN load."windowStart" = excluded."windowStart" THEN load."windowCount" + 1 ELSE 1 END,
+      "windowStart" = excluded."windowStart"
+    ${recheck ? limited : Prisma.empty}`;
+}
+
+// ---- PostgreSQL: one statement ---------------------------------------------------------------------------------
+
+/**
+ * The client's load row is locked first, then (only for an operation that will be active) the server's: the order
+ * the counting triggers take them in, so that a submission and a state change never deadlock. FOR UPDATE returns
+ * the rows as the last committed change left them, so the counts are exact across replicas. A refusal writes
+ * nothing; a duplicate key fails the statement (unique violation), which undoes the rest of it. A client's very
+ * first statement, finding no load row to lock, only creates it and writes nothing else (the submission is decided
+ * again): locking the server's row before a client row it then inserts would be the opposite order.
+ */
+async function writeInOneStatement(store: StoreClient, plan: PlannedSubmission): Promise<SubmissionOutcome> {
+  const [row] = await store.$queryRaw<(CountsRow & { created: number })[]>`${submissionStatement(plan)}`;
+  return row!.created === 1 ? { kind: "created" } : { kind: "not_written", counts: toCounts(row!) };
+}
+
+/**
+ * The one PostgreSQL statement of `writeSubmission`: one row, the counts it decided on (null before the client's
+ * first submission) and whether it wrote (`created`).
+ */
+export function submissionStatement(plan: PlannedSubmission): Prisma.Sql {
+  const { operation: op, approval, windowGrant, limits } = plan;
+  const sql = dialects.postgresql;
+  const now = op.createdAt;
+  const occupies = op.state !== "denied";
+  const use = windowGrant === undefined ? Prisma.empty : Prisma.sql`
+    used AS (
+      ${takeWindowGrantUse(sql, windowGrant.id, now)} AND EXISTS (SELECT 1 FROM counts WHERE ${admitted(limits)})
+      RETURNING "usesRemaining"
+    ),`;
+  const onlyIfUsed = windowGrant === undefined ? Prisma.empty : Prisma.sql`AND EXISTS (SELECT 1 FROM used)`;
+  const approvalInsert = approval === undefined ? Prisma.empty : Prisma.sql`
+    approval AS (INSERT INTO "Grant" (${grantColumns}) SELECT ${grantValues(sql, approval)} FROM counted),`;
+  const grantUsedAudit = windowGrant === undefined ? Prisma.empty : Prisma.sql`
+    UNION ALL SELECT ${op.clientId}, 'client', 'grant.used', NULL, NULL, ${windowGrant.id},
+      jsonb_build_object('uses_remaining', "usesRemaining"), ${sql.time(now)} FROM used, operation`;
+
+  return Prisma.sql`
+    WITH client_row AS (
+      SELECT "windowStart", "windowCount", "active", "pending" FROM "ClientLoad" WHERE "clientId" = ${op.clientId} FOR UPDATE
+    ), new_client AS (
+      INSERT INTO "ClientLoad" ("clientId") SELECT ${op.clientId} WHERE NOT EXISTS (SELECT 1 FROM client_row) ON CONFLICT DO NOTHING
+    ), global_row AS (
+      SELECT "active" FROM "GlobalLoad" WHERE "id" = 1 AND EXISTS (SELECT 1 FROM client_row) ${occupies ? Prisma.sql`FOR UPDATE` : Prisma.empty}
+    ), counts AS (
+      SELECT ${countsColumns(sql, Prisma.sql`client_row`, limits.windowStart, Prisma.sql`(SELECT "active" FROM global_row)`)} FROM client_row
+    ), ${use} counted AS (
+      UPDATE "ClientLoad" SET
+        "windowCount" = CASE WHEN "windowStart" = ${sql.time(limits.windowStart)} THEN "windowCount" + 1 ELSE 1 END,
+        "windowStart" = ${sql.time(limits.windowStart)}
+      WHERE "clientId" = ${op.clientId} AND EXISTS (SELECT 1 FROM counts WHERE ${admitted(limits)}) ${onlyIfUsed}
+      RETURNING 1
+    ), operation AS (
+      INSERT INTO "Operation" (${operationColumns}) SELECT ${operationValues(sql, op)} FROM counted
+      RETURNING "id"
+    ), ${approvalInsert} event AS (
+      INSERT INTO "Event" ("kind", "clientId", "operationId", "grantId", "revision", "payload", "createdAt")
+      SELECT ${plan.kind}, ${op.clientId}, "id", ${op.approvalId}, 1, ${sql.json({ state: op.state })}, ${sql.time(now)} FROM operation
+    ), audit AS (
+      INSERT INTO "AuditRecord" ("actor", "actorKind", "action", "category", "operationId", "grantId", "detail", "at")
+      SELECT ${op.clientId}, 'client', ${plan.kind}, ${plan.category}, "id", ${op.approvalId}, ${sql.json(auditDetail(plan))}, ${sql.time(now)} FROM operation
+      ${grantUsedAudit}
+    )
+    SELECT counts.*, (SELECT count(*)::int FROM operation) AS "created" FROM (SELECT 1) AS one LEFT JOIN counts ON true`;
+}
+
+// ---- SQLite: one batch ------------------------------------------------------------------------------------------
+
+/**
+ * The statements go in one batch (one transaction, no turn of user code between them). SQLite's one writer makes the
+ * counts each reads exact. The operation row goes in only if admission allows it (and, with a window grant, only if
+ * this batch took one of its uses, by a compare-and-swap on the revision the policy saw); every other row goes in
+ * only if the operation row did. A duplicate key fails the batch, which undoes the rest of it.
+ */
+async function writeInOneBatch(store: StoreClient, plan: PlannedSubmission): Promise<SubmissionOutcome> {
+  const { operation: op, approval, windowGrant, limits } = plan;
+  const sql = dialects.sqlite;
+  const now = op.createdAt;
+  const written = Prisma.sql`EXISTS (SELECT 1 FROM "Operation" WHERE "id" = ${op.id})`;
+  const used = windowGrant === undefined ? Prisma.empty : Prisma.sql`AND EXISTS (SELECT 1 FROM "Grant" WHERE "id" = ${windowGrant.id} AND "revision" = ${windowGrant.revision + 1})`;
+  const grantUsedAudit =
+    windowGrant === undefined
+      ? Prisma.empty
+      : Prisma.sql`UNION ALL SELECT ${op.clientId}, 'client', 'grant.used', NULL, NULL, ${windowGrant.id}, json_object('uses_remaining', "usesRemaining"), ${now}
+          FROM "Grant" WHERE "id" = ${windowGrant.id} AND ${written}`;
+  const statements = [
+    ...(windowGrant === undefined
+      ? []
+      : [
+          store.$executeRaw`${takeWindowGrantUse(sql, windowGrant.id, now)} AND "revision" = ${windowGrant.revision}
+            AND EXISTS (SELECT 1 FROM (${currentCounts(sql, op.clientId, limits.windowStart)}) WHERE ${admitted(limits)})`,
+        ]),
+    store.$executeRaw`INSERT INTO "Operation" (${operationColumns}) SELECT ${operationValues(sql, op)}
+      FROM (${currentCounts(sql, op.clientId, limits.windowStart)}) WHERE ${admitted(limits)} ${used}`,
+    store.$executeRaw`${countInWindow(sql, op.clientId, limits, Prisma.sql`(SELECT 1) AS one`, written, false)}`,
+    ...(approval ? [store.$executeRaw`INSERT INTO "Grant" (${grantColumns}) SELECT ${grantValues(sql, approval)} WHERE ${written}`] : []),
+    store.$executeRaw`INSERT INTO "Event" ("kind", "clientId", "operationId", "grantId", "revision", "payload", "createdAt")
+      SELECT ${plan.kind}, ${op.clientId}, ${op.id}, ${op.approvalId}, 1, ${sql.json({ state: op.state })}, ${now} WHERE ${written}`,
+    store.$executeRaw`INSERT INTO "AuditRecord" ("actor", "actorKind", "action", "category", "operationId", "grantId", "detail", "at")
+      SELECT ${op.clientId}, 'client', ${plan.kind}, ${plan.category}, ${op.id}, ${op.approvalId}, ${sql.json(auditDetail(plan))}, ${now} WHERE ${written}
+      ${grantUsedAudit}`,
+  ];
+  const changed = await store.$transaction(statements);
+  if (changed[windowGrant === undefined ? 0 : 1] === 1) return { kind: "created" };
+  return { kind: "not_written", counts: await readAdmissionCounts(store, store, op.clientId, limits.windowStart) };
+}
+
+// ---- rows --------------------------------------------------------------------------------------------------------
+
+/** One use of an active, unexpired window grant, taken by a compare-and-swap on what is left of it. */
+function takeWindowGrantUse(dialect: Dialect, grantId: string, now: Date): Prisma.Sql {
+  return Prisma.sql`UPDATE "Grant" SET
+      "usesRemaining" = "usesRemaining" - 1, "usedCount" = "usedCount" + 1,
+      "status" = CASE WHEN "usesRemaining" = 1 THEN 'consumed' ELSE 'active' END,
+      "revision" = "revision" + 1, "updatedAt" = ${dialect.time(now)}
+    WHERE "id" = ${grantId} AND "status" = 'active' AND "usesRemaining" > 0 AND ("expiresAt" IS NULL OR "expiresAt" > ${dialect.time(now)})`;
+}
+
+const operationColumns = Prisma.raw(
+  `"id", "clientId", "idempotencyKey", "requestHash", "operation", "target", "arguments", "reason", "state", "revision",
+   "presentationTitle", "presentationSummary", "approvalId", "errorCode", "errorMessage", "createdAt", "updatedAt", "terminalAt"`,
+);
+
+function operationValues(dialect: Dialect, op: PlannedSubmission["operation"]): Prisma.Sql {
+  return Prisma.join([
+    op.id,
+    op.clientId,
+    op.idempotencyKey,
+    op.requestHash,
+    op.operation,
+    dialect.json(op.target),
+    dialect.json(op.arguments),
+    op.reason,
+    op.state,
+    dialect.int(op.revision),
+    op.presentationTitle,
+    op.presentationSummary,
+    op.approvalId,
+    op.errorCode,
+    op.errorMessage,
+    dialect.time(op.createdAt),
+    dialect.time(op.updatedAt),
+    dialect.time(op.terminalAt),
+  ]);
+}
+
+const grantColumns = Prisma.raw(
+  `"id", "revision", "clientId", "status", "operation", "target", "reason", "mode", "minutes", "maxUses", "usesRemaining",
+   "expiresAt", "operationId", "createdAt", "updatedAt"`,
+);
+
+function grantValues(dialect: Dialect, grant: NonNullable<PlannedSubmission["approval"]>): Prisma.Sql {
+  return Prisma.join([
+    grant.id,
+    dialect.int(grant.revision),
+    grant.clientId,
+    grant.status,
+    grant.operation,
+    dialect.json(grant.target),
+    grant.reason,
+    grant.mode,
+    dialect.int(grant.minutes),
+    dialect.int(grant.maxUses),
+    dialect.int(grant.usesRemaining),
+    dialect.time(grant.expiresAt),
+    grant.operationId,
+    dialect.time(grant.createdAt),
+    dialect.time(grant.updatedAt),
+  ]);
+}
+
+function auditDetail(plan: PlannedSubmission): JsonObject {
+  return { state: plan.operation.state, revision: 1, ...plan.detail };
+}

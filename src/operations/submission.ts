@@ -1,0 +1,216 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { Code } from "@connectrpc/connect";
+import { AxonError, invalidArgument, type FieldViolation } from "../errors.js";
+import { admit, admissionError, limitsFor, windowStartOf, type AdmissionLimits } from "./admission.js";
+import { requestHash } from "./canonical-json.js";
+import type { Clock } from "./clock.js";
+import { newId } from "./lifecycle.js";
+import type { Notifier } from "./notifier.js";
+import { decide, requestedGrantTerms, type Decision, type Policy } from "./policy.js";
+import type { Provider } from "./providers/provider.js";
+import type { ProviderRegistry } from "./providers/registry.js";
+import type { GrantRow, OperationRow, StoreClient } from "./store.js";
+import { writeSubmission, type PlannedSubmission } from "./submission-store.js";
+
+export interface SubmitInput {
+  idempotencyKey: string;
+  operation: string;
+  target: JsonObject;
+  arguments: JsonObject;
+  reason: string;
+}
+
+/** What submissions and explicit grant requests are decided and admitted by. */
+export interface RequestOptions {
+  store: StoreClient;
+  policy: Policy;
+  admission: AdmissionLimits;
+  providers: ProviderRegistry;
+  notifier: Notifier;
+  clock: Clock;
+  /** How long an approval may stay pending before it expires. */
+  approvalTtlMs: number;
+}
+
+/** The policy's decision, with the window grant it would use as it was read. */
+type SubmissionDecision = Exclude<Decision, { effect: "use_grant" }> | { effect: "use_grant"; grant: GrantRow };
+
+export const idempotencyKeyPattern = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+export const maxTargetBytes = 16 * 1024;
+const maxArgumentsBytes = 1024 * 1024;
+const replayWindowMs = 30 * 24 * 60 * 60 * 1000;
+/**
+ * How often a submission that was neither written nor refused is decided again. It takes a change between its
+ * statement and the next (a window grant's last use taken, a first submission's race): more than a few in a row
+ * would be a bug, not load.
+ */
+const maxAttempts = 5;
+
+/**
+ * Submission (spec §3-§5): validate, replay by idempotency key, then policy and admission, then persist. A replay is
+ * one read. A new submission is that read and one write (`writeSubmission`): admission, the rate count and every row
+ * together, or nothing.
+ */
+export class Submissions {
+  constructor(private readonly options: RequestOptions) {}
+
+  /** Submits, or replays the operation submitted with the same key. `created` is false for a replay. */
+  async submit(clientId: string, input: SubmitInput): Promise<{ operation: OperationRow; created: boolean }> {
+    const { provider, reason } = this.validate(input);
+    const request = { ...input, reason };
+    const hash = requestHash({ operation: request.operation, target: request.target, arguments: request.arguments, reason });
+    for (let attempt = 1; ; attempt++) {
+      const replayed = await this.replay(clientId, request.idempotencyKey, hash);
+      if (replayed) return { operation: replayed, created: false };
+
+      const now = this.options.clock.now();
+      const plan = await this.plan(clientId, request, hash, provider, now);
+      const outcome = await writeSubmission(this.options.store, plan);
+      if (outcome.kind === "created") {
+        this.options.notifier.created(plan.operation.id, plan.operation.state);
+        return { operation: { ...plan.operation, result: null, claimedBy: null, claimedAt: null }, created: true };
+      }
+      // A concurrent duplicate won the key: the next round replays it.
+      if (outcome.kind === "duplicate") continue;
+      const admission = admit(this.options.admission, clientId, outcome.counts, now, plan.limits.windowStart);
+      if (!admission.admitted) {
+        await this.options.store.auditRecord.create({
+          data: { actor: clientId, actorKind: "client", action: "operation.refused", category: "rate_limited", detail: { reason: admission.reason, operation: request.operation } },
+        });
+        throw admissionError(admission);
+      }
+      if (attempt === maxAttempts) throw new Error(`submission neither written nor refused after ${maxAttempts} attempts`);
+    }
+  }
+
+  /**
+   * The operation this key already names, when the request is the same (semantic JSON equality); a conflict when it
+   * differs. A terminal operation stays replayable for 30 days; after that its key is free again.
+   */
+  private async replay(clientId: string, idempotencyKey: string, hash: string): Promise<OperationRow | undefined> {
+    const { store, clock } = this.options;
+    const [existing] = await store.$queryRaw<OperationRow[]>`SELECT * FROM "Operation" WHERE "clientId" = ${clientId} AND "idempotencyKey" = ${idempotencyKey}`;
+    if (!existing) return undefined;
+    if (existing.terminalAt !== null && clock.now().getTime() - existing.terminalAt.getTime() > replayWindowMs) {
+      // The old operation keeps its id and history; only its claim on the key ends.
+      await store.operation.updateMany({
+        where: { id: existing.id, idempotencyKey },
+        data: { idempotencyKey: `${idempotencyKey}~retired~${existing.id}` },
+      });
+      return undefined;
+    }
+    if (existing.requestHash === hash) return existing;
+    throw new AxonError(Code.Aborted, "IDEMPOTENCY_CONFLICT", "this idempotency key was used for another request", {
+      metadata: { category: "conflict", operation_id: existing.id },
+    });
+  }
+
+  /** The rows this submission would write, as the policy decides them now. */
+  private async plan(clientId: string, request: SubmitInput, hash: string, provider: Provider, now: Date): Promise<PlannedSubmission> {
+    const decision = await this.decide(clientId, request, now);
+    const limits = limitsFor(this.options.admission, clientId);
+    const presentation = provider.present(request.target, request.arguments);
+    const operation: PlannedSubmission["operation"] = {
+      id: newId("op"),
+      clientId,
+      idempotencyKey: request.idempotencyKey,
+      requestHash: hash,
+      operation: request.operation,
+      target: request.target,
+      arguments: request.arguments,
+      reason: request.reason,
+      state: "approved",
+      revision: 1,
+      presentationTitle: presentation.title.slice(0, 160),
+      presentationSummary: presentation.summary.slice(0, 500),
+      approvalId: null,
+      errorCode: null,
+      errorMessage: null,
+      createdAt: now,
+      updatedAt: now,
+      terminalAt: null,
+    };
+    const planned = { limits: { ...limits, windowStart: windowStartOf(now, limits.windowSeconds) }, category: null };
+    switch (decision.effect) {
+      case "use_grant":
+        return {
+          ...planned,
+          operation: { ...operation, approvalId: decision.grant.id },
+          windowGrant: decision.grant,
+          kind: "operation.approved",
+          detail: { via: "window_grant" },
+        };
+      case "allow":
+        return { ...planned, operation, kind: "operation.approved", detail: { rule: decision.ruleId } };
+      case "request": {
+        const terms = requestedGrantTerms(decision.grantPolicy);
+        const approvalId = newId("req");
+        return {
+          ...planned,
+          operation: { ...operation, state: "pending", approvalId },
+          approval: {
+            id: approvalId,
+            revision: 1,
+            clientId,
+            status: "pending",
+            operation: request.operation,
+            target: request.target,
+            reason: request.reason,
+            mode: terms.mode,
+            minutes: terms.minutes ?? null,
+            maxUses: terms.maxUses,
+            usesRemaining: terms.maxUses,
+            expiresAt: new Date(now.getTime() + this.options.approvalTtlMs),
+            operationId: operation.id,
+            createdAt: now,
+            updatedAt: now,
+          },
+          kind: "request.created",
+          detail: { rule: decision.ruleId },
+        };
+      }
+      case "deny":
+        return {
+          ...planned,
+          operation: { ...operation, state: "denied", terminalAt: now, errorCode: "policy_denied", errorMessage: "the policy does not allow this operation" },
+          kind: "operation.denied",
+          category: "authorization",
+          detail: { rule: decision.ruleId ?? null },
+        };
+    }
+  }
+
+  /**
+   * The policy's decision. Window grants are looked up only when the policy would otherwise ask for approval: deny
+   * beats a grant, and under an allow rule a grant changes nothing but the use it would spend.
+   */
+  private async decide(clientId: string, request: SubmitInput, now: Date): Promise<SubmissionDecision> {
+    const { policy, store } = this.options;
+    const input = { clientId, operation: request.operation, target: request.target, now };
+    // Without grants to consider, the policy never answers use_grant.
+    const decision = decide(policy, input, []) as Exclude<Decision, { effect: "use_grant" }>;
+    if (decision.effect !== "request") return decision;
+    const windowGrants = await store.grant.findMany({ where: { clientId, operation: request.operation, status: "active", mode: "window" } });
+    const withGrants = windowGrants.length === 0 ? decision : decide(policy, input, windowGrants);
+    if (withGrants.effect !== "use_grant") return withGrants;
+    // The grant as read: its use is taken only if nobody changed it since.
+    return { effect: "use_grant", grant: windowGrants.find((grant) => grant.id === withGrants.grantId)! };
+  }
+
+  private validate(input: SubmitInput) {
+    const violations: FieldViolation[] = [];
+    if (!idempotencyKeyPattern.test(input.idempotencyKey)) {
+      violations.push({ field: "idempotency_key", description: "1-128 characters of A-Z a-z 0-9 . _ : - starting with a letter or digit" });
+    }
+    if (input.operation.length < 1 || input.operation.length > 128) violations.push({ field: "operation", description: "1 to 128 characters" });
+    const reason = input.reason.trim();
+    if (reason.length < 1 || reason.length > 2000) violations.push({ field: "reason", description: "1 to 2000 characters" });
+    if (JSON.stringify(input.target).length > maxTargetBytes) violations.push({ field: "target", description: "at most 16 KiB" });
+    if (JSON.stringify(input.arguments).length > maxArgumentsBytes) violations.push({ field: "arguments", description: "at most 1 MiB" });
+    const provider = this.options.providers.get(input.operation);
+    if (!provider && input.operation.length > 0) violations.push({ field: "operation", description: "not a registered operation type" });
+    if (provider && violations.length === 0) violations.push(...provider.validate(input.target, input.arguments));
+    if (violations.length > 0 || !provider) throw invalidArgument("INVALID_OPERATION", "the operation request is invalid", violations);
+    return { provider, reason };
+  }
+}

@@ -1,0 +1,107 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { admit, windowStartOf, type AdmissionLimits } from "../../src/operations/admission.js";
+import { newId } from "../../src/operations/lifecycle.js";
+import { operationsStore, type StoreClient } from "../../src/operations/store.js";
+import { writeSubmission, type PlannedSubmission } from "../../src/operations/submission-store.js";
+import { defaultDatabaseUrl, openDatabase, type Database } from "../../src/store/database.js";
+import { createPostgresDatabase } from "../support/postgres-database.js";
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function sqlite(): Promise<Database> {
+  const dir = await mkdtemp(path.join(tmpdir(), "axon-submission-"));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  const database = await openDatabase(defaultDatabaseUrl(dir));
+  cleanups.push(() => database.close());
+  return database;
+}
+
+async function postgres(): Promise<Database> {
+  const test = await createPostgresDatabase();
+  cleanups.push(() => test.drop());
+  const database = await openDatabase(test.url);
+  cleanups.push(() => database.close());
+  return database;
+}
+
+const windowSeconds = 2_147_483_647;
+const limits: AdmissionLimits = {
+  requestsPerWindow: 3,
+  windowSeconds,
+  clientActive: 1000,
+  clientPending: 1000,
+  globalActive: 1000,
+  globalExecuting: 1000,
+  clients: {},
+};
+
+/** An operation the policy allowed: it will be active, so its write locks the client's load row and the server's. */
+function allowed(clientId: string): PlannedSubmission {
+  const now = new Date();
+  return {
+    operation: {
+      id: newId("op"),
+      clientId,
+      idempotencyKey: newId("key"),
+      requestHash: "00",
+      operation: "test.op",
+      target: {},
+      arguments: {},
+      reason: "test",
+      state: "approved",
+      revision: 1,
+      presentationTitle: "test",
+      presentationSummary: "test",
+      approvalId: null,
+      errorCode: null,
+      errorMessage: null,
+      createdAt: now,
+      updatedAt: now,
+      terminalAt: null,
+    },
+    kind: "operation.approved",
+    category: null,
+    detail: {},
+    limits: { ...limits, windowStart: windowStartOf(now, windowSeconds) },
+  };
+}
+
+/** As the submission flow does: write until written or refused (a write neither admitted nor refused is tried again). */
+async function submit(store: StoreClient, clientId: string): Promise<"created" | "refused"> {
+  for (;;) {
+    const plan = allowed(clientId);
+    const outcome = await writeSubmission(store, plan);
+    if (outcome.kind === "created") return "created";
+    if (outcome.kind === "not_written" && !admit(limits, clientId, outcome.counts, plan.operation.createdAt, plan.limits.windowStart).admitted) return "refused";
+  }
+}
+
+describe.each([
+  ["SQLite", sqlite],
+  ["PostgreSQL", postgres],
+])("the submission write on %s", (_name, open) => {
+  it("admits each new client's first submissions exactly, racing each other and operations ending, and never deadlocks", async () => {
+    const { prisma, provider } = await open();
+    const store = operationsStore(prisma, provider);
+    // Operations ending meanwhile: their counting trigger locks a client's row, then the server's.
+    await prisma.operation.createMany({ data: Array.from({ length: 40 }, (_, index) => ({ ...allowed(`ender-${index % 4}`).operation, target: {}, arguments: {} })) });
+    const ending = prisma.operation.findMany({ where: { clientId: { startsWith: "ender-" } } }).then((rows) =>
+      Promise.all(rows.map((row) => prisma.operation.update({ where: { id: row.id }, data: { state: "canceled", terminalAt: new Date() } }))),
+    );
+    const clients = Array.from({ length: 8 }, (_, index) => `new-${index}`);
+    const outcomes = await Promise.all(clients.flatMap((clientId) => Array.from({ length: 12 }, () => submit(store, clientId).then((outcome) => ({ clientId, outcome })))));
+    await ending;
+
+    for (const clientId of clients) {
+      expect(outcomes.filter((row) => row.clientId === clientId && row.outcome === "created")).toHaveLength(3);
+    }
+    expect(await prisma.operation.count({ where: { clientId: { startsWith: "new-" } } })).toBe(3 * clients.length);
+    expect((await prisma.globalLoad.findUniqueOrThrow({ where: { id: 1 } })).active).toBe(3 * clients.length);
+  });
+});
