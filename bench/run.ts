@@ -1,6 +1,3 @@
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -9,6 +6,7 @@ import { pino } from "pino";
 import { KeepAliveHttpClient, RawGrpcClient, type HttpRequestSpec } from "./clients.js";
 import { percentile, runLoad, type Call, type LoadResult } from "./load.js";
 import type { AxonReady } from "./serve-axon.js";
+import { printStartUp } from "./start.js";
 import type { BaselinesReady, CannedResponses } from "./serve-baselines.js";
 import { startServerProcess, type ServerProcess } from "./server-process.js";
 
@@ -161,7 +159,7 @@ try {
 console.log("");
 await printObservationCost();
 console.log("");
-await printStartUp();
+await printStartUp({ starts: settings.starts, checkouts: [projectRoot] });
 
 function printHeader(sizes: { grpcBytes: number; restBytes: number; connectBytes: number }): void {
   const cpus = os.cpus();
@@ -264,115 +262,6 @@ async function printObservationCost(): Promise<void> {
     const used = process.cpuUsage(before);
     console.log(`| ${level} | ${((used.user + used.system) / calls).toFixed(1)} |`);
   }
-}
-
-/**
- * Start-up, as a user meets it: `node dist/main.js` (what `npm start` runs) until /readyz answers 200, on a fresh data
- * directory (first start: secrets, sealing key, SQLite file and migrations made) and again on the same one; and
- * `node bin/axon.mjs --help` until it exits.
- */
-async function printStartUp(): Promise<void> {
-  const firstStarts: Timing[] = [];
-  const restarts: Timing[] = [];
-  const npmStarts: Timing[] = [];
-  const helps: Timing[] = [];
-  for (let run = 0; run < settings.starts; run++) {
-    const dataDir = mkdtempSync(path.join(os.tmpdir(), "axon-bench-start-"));
-    try {
-      firstStarts.push(await timeToReady(dataDir, [process.execPath, "dist/main.js"]));
-      restarts.push(await timeToReady(dataDir, [process.execPath, "dist/main.js"]));
-      npmStarts.push(await timeToReady(dataDir, ["npm", "start", "--silent"]));
-    } finally {
-      rmSync(dataDir, { recursive: true, force: true });
-    }
-    helps.push(await timeToExit(["bin/axon.mjs", "--help"]));
-  }
-  console.log(`Start-up (${settings.starts} runs each, load average ${os.loadavg()[0]!.toFixed(2)}):`);
-  console.log("");
-  console.log("| What | median ms | min ms | max ms | process CPU ms, median |");
-  console.log("| --- | ---: | ---: | ---: | ---: |");
-  for (const [what, timings] of [
-    ["`node dist/main.js` to /readyz 200, first start (fresh data directory)", firstStarts],
-    ["`node dist/main.js` to /readyz 200, restart (same data directory)", restarts],
-    ["`npm start` to /readyz 200, restart (npm's own start-up included)", npmStarts],
-    ["`node bin/axon.mjs --help` to exit", helps],
-  ] as const) {
-    const wall = timings.map((timing) => timing.wallMs).sort((a, b) => a - b);
-    const cpu = timings.flatMap((timing) => (timing.cpuMs === undefined ? [] : [timing.cpuMs])).sort((a, b) => a - b);
-    const cpuMedian = cpu.length > 0 ? String(Math.round(percentile(cpu, 0.5))) : "–";
-    console.log(`| ${what} | ${Math.round(percentile(wall, 0.5))} | ${Math.round(wall[0]!)} | ${Math.round(wall.at(-1)!)} | ${cpuMedian} |`);
-  }
-}
-
-/** Wall time, and the CPU time the process used by then (all its threads), which a busy machine inflates far less. */
-interface Timing {
-  wallMs: number;
-  /** Undefined when the process timed is not Axon's own (npm start). */
-  cpuMs: number | undefined;
-}
-
-// utime + stime of /proc/<pid>/stat, in clock ticks (USER_HZ, 100 on Linux).
-function cpuMsOf(pid: number): number {
-  const fields = statFields(pid);
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
-
-// cutime + cstime of this process: the CPU time of its children once they have exited and been reaped.
-function childrenCpuMs(): number {
-  const fields = statFields(process.pid);
-  return (Number(fields[13]) + Number(fields[14])) * 10;
-}
-
-// The fields of /proc/<pid>/stat after the command name (which may hold spaces), starting with the state.
-function statFields(pid: number): string[] {
-  return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-}
-
-async function timeToReady(dataDir: string, [command, ...args]: [string, ...string[]]): Promise<Timing> {
-  const port = await freePort();
-  const started = performance.now();
-  // In a process group of its own, so that stopping it stops what it started (npm runs Axon in a child).
-  const child = spawn(command, args, {
-    cwd: projectRoot,
-    env: { ...process.env, AGENT_HTTP_PORT: String(port), AXON_HOST: "127.0.0.1", AXON_DATA_DIR: dataDir, LOG_LEVEL: "warn" },
-    stdio: "ignore",
-    detached: true,
-  });
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  try {
-    // Polling every 5 ms adds at most 5 ms to a figure of hundreds.
-    for (;;) {
-      if (child.exitCode !== null) throw new Error(`Axon exited with ${child.exitCode} before it was ready`);
-      const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then(
-        (response) => response.status === 200,
-        () => false,
-      );
-      if (ready) return { wallMs: performance.now() - started, cpuMs: command === process.execPath ? cpuMsOf(child.pid!) : undefined };
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-  } finally {
-    process.kill(-child.pid!, "SIGTERM");
-    await exited;
-  }
-}
-
-async function timeToExit(args: string[]): Promise<Timing> {
-  const cpuBefore = childrenCpuMs();
-  const started = performance.now();
-  const child = spawn(process.execPath, args, { cwd: projectRoot, stdio: "ignore" });
-  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
-  if (code !== 0) throw new Error(`node ${args.join(" ")} exited with ${code}`);
-  const wallMs = performance.now() - started;
-  // An exited child's CPU time is its rusage, which Node does not expose: the children's total before and after does.
-  return { wallMs, cpuMs: childrenCpuMs() - cpuBefore };
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer().listen(0, "127.0.0.1");
-  await new Promise((resolve) => server.once("listening", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 function ratio(axon: number, baseline: number): string {

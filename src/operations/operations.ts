@@ -4,7 +4,6 @@ import type { ChatRunner } from "../agents/chat-runner.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import { openDatabase, type Database } from "../store/database.js";
-import { listenToReplicas } from "../store/replica-notifications.js";
 import { loadAdmissionLimits } from "./admission.js";
 import { OperationsBroker } from "./broker.js";
 import { systemClock, type Clock } from "./clock.js";
@@ -60,7 +59,7 @@ export async function startOperations(
   // Replicas sharing PostgreSQL wake each other's waits, watches and workers.
   const replicas =
     database.provider === "postgresql"
-      ? await listenToReplicas(config.databaseUrl, (message) => notifier.receivedFromReplica(message), logger)
+      ? await (await import("../store/replica-notifications.js")).listenToReplicas(config.databaseUrl, (message) => notifier.receivedFromReplica(message), logger)
       : undefined;
   if (replicas) notifier.publishTo((message) => replicas.publish(message));
   const broker = new OperationsBroker({ store, policy, admission, providers, notifier, logger, clock });

@@ -10,10 +10,34 @@ import { withSchemaEngine } from "./schema-engine.js";
  */
 export async function applyMigrations(adapterFactory: SqlMigrationAwareDriverAdapterFactory, directory: string): Promise<string[]> {
   const migrationsList = await readMigrations(directory);
+  // The usual start finds every migration recorded; one query tells, and spares loading and compiling the engine
+  // (about a third of a start's CPU). Anything else (a new database, a new migration, a failed one) goes to the engine.
+  if (await allRecorded(adapterFactory, migrationsList.migrationDirectories.map((migration) => migration.path))) return [];
   const output = await withSchemaEngine(adapterFactory, (engine) =>
     engine.applyMigrations({ migrationsList, filters: { externalTables: [], externalEnums: [] } }),
   );
   return output.appliedMigrationNames;
+}
+
+/**
+ * Whether `_prisma_migrations` records every one of `names` as finished and nothing as failed (a failed migration
+ * blocks the others until resolved, which only the engine reports). False when the table is missing.
+ */
+async function allRecorded(adapterFactory: SqlMigrationAwareDriverAdapterFactory, names: string[]): Promise<boolean> {
+  const adapter = await adapterFactory.connect();
+  try {
+    const { rows } = await adapter.queryRaw({
+      sql: "SELECT migration_name, finished_at IS NOT NULL AS finished FROM _prisma_migrations WHERE rolled_back_at IS NULL",
+      args: [],
+      argTypes: [],
+    });
+    const finished = new Set(rows.filter(([, done]) => Boolean(done)).map(([name]) => String(name)));
+    return rows.every(([, done]) => Boolean(done)) && names.every((name) => finished.has(name));
+  } catch {
+    return false; // no table yet: a new database
+  } finally {
+    await adapter.dispose();
+  }
 }
 
 /** A migrations folder in the shape the schema engine reads: `<name>/migration.sql` and `migration_lock.toml`. */

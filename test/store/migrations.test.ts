@@ -1,11 +1,11 @@
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { PrismaBetterSqlite3 } from "@prisma/adapter-better-sqlite3";
 import { PrismaPg } from "@prisma/adapter-pg";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { postgresMigrationAdapter } from "../../src/store/database.js";
+import { postgresMigrationAdapter } from "../../src/store/postgres-database.js";
 import { applyMigrations } from "../../src/store/migrate.js";
 import { withSchemaEngine } from "../../src/store/schema-engine.js";
 import { migrationsDirectory, schemaFile } from "../../src/store/schema-files.js";
@@ -56,6 +56,36 @@ describe("the SQLite migrations folder", () => {
     // Exactly the datamodel, plus the triggers that keep the load counts (which a datamodel cannot express).
     expect(fromMigrations.filter((entry) => entry.type !== "trigger")).toEqual(sqliteCatalog(pushed));
     expect(fromMigrations.filter((entry) => entry.type === "trigger").map((entry) => entry.name)).toEqual(loadTriggers.sqlite);
+  });
+});
+
+describe("applying migrations to a database that has some", () => {
+  let directory: string;
+  beforeAll(async () => {
+    directory = await mkdtemp(path.join(tmpdir(), "axon-migrations-again-"));
+  });
+  afterAll(() => rm(directory, { recursive: true, force: true }));
+
+  it("applies a migration added since the last start, and only that one", async () => {
+    const file = path.join(directory, "added.db");
+    const folder = path.join(directory, "added-migrations");
+    await cp(migrationsDirectory("sqlite"), folder, { recursive: true });
+    await applyMigrations(new PrismaBetterSqlite3({ url: file }), folder);
+    await mkdir(path.join(folder, "29990101000000_added"));
+    await writeFile(path.join(folder, "29990101000000_added", "migration.sql"), 'CREATE TABLE "Added" ("id" TEXT NOT NULL PRIMARY KEY);\n');
+
+    expect(await applyMigrations(new PrismaBetterSqlite3({ url: file }), folder)).toEqual(["29990101000000_added"]);
+    expect(sqliteCatalog(file).map((entry) => entry.name)).toContain("Added");
+  });
+
+  it("refuses to start over a migration recorded as failed, as the engine does", async () => {
+    const file = path.join(directory, "failed.db");
+    const applied = await applyMigrations(new PrismaBetterSqlite3({ url: file }), migrationsDirectory("sqlite"));
+    const db = new Database(file);
+    db.prepare("UPDATE _prisma_migrations SET finished_at = NULL WHERE migration_name = ?").run(applied.at(-1));
+    db.close();
+
+    await expect(applyMigrations(new PrismaBetterSqlite3({ url: file }), migrationsDirectory("sqlite"))).rejects.toThrow(/failed/i);
   });
 });
 

@@ -1,5 +1,4 @@
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { McpServerInfo } from "./mcp-info.js";
 
@@ -54,6 +53,11 @@ export class McpConnections {
 
   private async connect(url: string, signal: AbortSignal): Promise<Client> {
     const headers = this.infoOf(url)?.headers ?? {};
+    // Loaded on the first connection, not at start: the SDK and its validators (zod, ajv) are ~250 modules.
+    const [{ Client }, { StreamableHTTPClientTransport }] = await Promise.all([
+      import("@modelcontextprotocol/sdk/client/index.js"),
+      import("@modelcontextprotocol/sdk/client/streamableHttp.js"),
+    ]);
     const client = new Client({ name: "axon", version: process.env.npm_package_version ?? "dev" });
     await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }), { signal, timeout: this.timeoutMs });
     return client;
