@@ -34,7 +34,7 @@ export async function probeSubmissionLock(
   const database = await openDatabase(databaseUrl);
   const pool = provider === "postgresql" ? new pg.Pool({ connectionString: databaseUrl, max: load.concurrency }) : undefined;
   try {
-    const store = operationsStore(database.prisma, provider);
+    const store = operationsStore(database);
     const write = async (clientId: string) => {
       if (pool) {
         // A client's first statement only creates its load row; the write is then made again, as a submission would.

@@ -54,7 +54,7 @@ export async function startOperations(
     new HttpRequestProvider({ credentials, sealedBodies: transfers.sealedPayloads, timeoutMs: config.httpRequestTimeoutSeconds * 1000 }),
   ]);
 
-  const store = operationsStore(database.prisma, database.provider);
+  const store = operationsStore(database);
   const notifier = new Notifier();
   // Replicas sharing PostgreSQL wake each other's waits, watches and workers.
   const replicas =
@@ -64,7 +64,7 @@ export async function startOperations(
   if (replicas) notifier.publishTo((message) => replicas.publish(message));
   const broker = new OperationsBroker({ store, policy, admission, providers, notifier, logger, clock });
   const worker = new ExecutionWorker({
-    store: operationsStore(database.background, database.provider),
+    store: operationsStore(database, database.background),
     providers,
     notifier,
     logger,

@@ -1,4 +1,5 @@
-import type { Event, Grant, Operation, Prisma, PrismaClient, Provider } from "../store/database.js";
+import type { Database, Event, Grant, Operation, Prisma, PrismaClient, Provider } from "../store/database.js";
+import type { DirectStatements } from "../store/sqlite/adapter.js";
 
 export type OperationRow = Operation;
 export type GrantRow = Grant;
@@ -14,10 +15,13 @@ export type StoreTransaction = Omit<Prisma.TransactionClient, never>;
  */
 export type StoreClient = PrismaClient & {
   provider: Provider;
+  /** SQLite only: the submission's hot path, past Prisma's query interpreter (see `writeSubmission`). */
+  direct?: DirectStatements;
   transaction<T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T>;
 };
 
-export function operationsStore(prisma: PrismaClient, provider: Provider): StoreClient {
+/** The store over one of the database's clients: `prisma` (requests, the default) or `background`. */
+export function operationsStore(database: Pick<Database, "prisma" | "provider" | "direct">, prisma: PrismaClient = database.prisma): StoreClient {
   const transaction = <T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T> => prisma.$transaction(work, { maxWait: 10_000, timeout: 20_000 });
-  return Object.assign(Object.create(prisma) as PrismaClient, { provider, transaction });
+  return Object.assign(Object.create(prisma) as PrismaClient, { provider: database.provider, direct: database.direct, transaction });
 }

@@ -2,6 +2,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { Prisma } from "../store/database.js";
 import { isUniqueViolation } from "../store/storage-errors.js";
 import type { AdmissionCounts, ClientLimits, GlobalLimits } from "./admission.js";
+import type { DirectStatements } from "../store/sqlite/adapter.js";
 import { dialects, type Dialect } from "./sql-dialect.js";
 import type { GrantRow, OperationRow, StoreClient, StoreTransaction } from "./store.js";
 
@@ -184,7 +185,8 @@ export function submissionStatement(plan: PlannedSubmission): Prisma.Sql {
 // ---- SQLite: one batch ------------------------------------------------------------------------------------------
 
 /**
- * The statements go in one batch (one transaction, no turn of user code between them). SQLite's one writer makes the
+ * The statements go in one batch: one message to the database thread, which runs them in one transaction of their
+ * own, past Prisma's query interpreter (most of a statement's CPU through Prisma). SQLite's one writer makes the
  * counts each reads exact. The operation row goes in only if admission allows it (and, with a window grant, only if
  * this batch took one of its uses, by a compare-and-swap on the revision the policy saw); every other row goes in
  * only if the operation row did. A duplicate key fails the batch, which undoes the rest of it.
@@ -204,22 +206,34 @@ async function writeInOneBatch(store: StoreClient, plan: PlannedSubmission): Pro
     ...(windowGrant === undefined
       ? []
       : [
-          store.$executeRaw`${takeWindowGrantUse(sql, windowGrant.id, now)} AND "revision" = ${windowGrant.revision}
+          Prisma.sql`${takeWindowGrantUse(sql, windowGrant.id, now)} AND "revision" = ${windowGrant.revision}
             AND EXISTS (SELECT 1 FROM (${currentCounts(sql, op.clientId, limits.windowStart)}) WHERE ${admitted(limits)})`,
         ]),
-    store.$executeRaw`INSERT INTO "Operation" (${operationColumns}) SELECT ${operationValues(sql, op)}
+    Prisma.sql`INSERT INTO "Operation" (${operationColumns}) SELECT ${operationValues(sql, op)}
       FROM (${currentCounts(sql, op.clientId, limits.windowStart)}) WHERE ${admitted(limits)} ${used}`,
-    store.$executeRaw`${countInWindow(sql, op.clientId, limits, Prisma.sql`(SELECT 1) AS one`, written, false)}`,
-    ...(approval ? [store.$executeRaw`INSERT INTO "Grant" (${grantColumns}) SELECT ${grantValues(sql, approval)} WHERE ${written}`] : []),
-    store.$executeRaw`INSERT INTO "Event" ("kind", "clientId", "operationId", "grantId", "revision", "payload", "createdAt")
+    countInWindow(sql, op.clientId, limits, Prisma.sql`(SELECT 1) AS one`, written, false),
+    ...(approval ? [Prisma.sql`INSERT INTO "Grant" (${grantColumns}) SELECT ${grantValues(sql, approval)} WHERE ${written}`] : []),
+    Prisma.sql`INSERT INTO "Event" ("kind", "clientId", "operationId", "grantId", "revision", "payload", "createdAt")
       SELECT ${plan.kind}, ${op.clientId}, ${op.id}, ${op.approvalId}, 1, ${sql.json({ state: op.state })}, ${now} WHERE ${written}`,
-    store.$executeRaw`INSERT INTO "AuditRecord" ("actor", "actorKind", "action", "category", "operationId", "grantId", "detail", "at")
+    Prisma.sql`INSERT INTO "AuditRecord" ("actor", "actorKind", "action", "category", "operationId", "grantId", "detail", "at")
       SELECT ${op.clientId}, 'client', ${plan.kind}, ${plan.category}, ${op.id}, ${op.approvalId}, ${sql.json(auditDetail(plan))}, ${now} WHERE ${written}
       ${grantUsedAudit}`,
   ];
-  const changed = await store.$transaction(statements);
+  const changed = await directStatements(store).batch(statements);
   if (changed[windowGrant === undefined ? 0 : 1] === 1) return { kind: "created" };
   return { kind: "not_written", counts: await readAdmissionCounts(store, store, op.clientId, limits.windowStart) };
+}
+
+/** The operation a client's idempotency key names, if any: the replay's one read. */
+export async function findByIdempotencyKey(store: StoreClient, clientId: string, idempotencyKey: string): Promise<OperationRow | undefined> {
+  const query = Prisma.sql`SELECT * FROM "Operation" WHERE "clientId" = ${clientId} AND "idempotencyKey" = ${idempotencyKey}`;
+  const [row] = store.provider === "sqlite" ? await directStatements(store).query<OperationRow>(query) : await store.$queryRaw<OperationRow[]>`${query}`;
+  return row;
+}
+
+function directStatements(store: StoreClient): DirectStatements {
+  if (!store.direct) throw new Error("an SQLite store needs the database's direct statements (open it with openDatabase)");
+  return store.direct;
 }
 
 // ---- rows --------------------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import { decide, requestedGrantTerms, type Decision, type Policy } from "./polic
 import type { Provider } from "./providers/provider.js";
 import type { ProviderRegistry } from "./providers/registry.js";
 import type { GrantRow, OperationRow, StoreClient } from "./store.js";
-import { writeSubmission, type PlannedSubmission } from "./submission-store.js";
+import { findByIdempotencyKey, writeSubmission, type PlannedSubmission } from "./submission-store.js";
 
 export interface SubmitInput {
   idempotencyKey: string;
@@ -89,7 +89,7 @@ export class Submissions {
    */
   private async replay(clientId: string, idempotencyKey: string, hash: string): Promise<OperationRow | undefined> {
     const { store, clock } = this.options;
-    const [existing] = await store.$queryRaw<OperationRow[]>`SELECT * FROM "Operation" WHERE "clientId" = ${clientId} AND "idempotencyKey" = ${idempotencyKey}`;
+    const existing = await findByIdempotencyKey(store, clientId, idempotencyKey);
     if (!existing) return undefined;
     if (existing.terminalAt !== null && clock.now().getTime() - existing.terminalAt.getTime() > replayWindowMs) {
       // The old operation keeps its id and history; only its claim on the key ends.

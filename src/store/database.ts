@@ -4,6 +4,7 @@ import type { PrismaClient as SqlitePrismaClient } from "../gen/prisma/sqlite/cl
 import type { Logger } from "../logger.js";
 import { applyMigrations } from "./migrate.js";
 import { migrationsDirectory, type Provider } from "./schema-files.js";
+import type { DirectStatements } from "./sqlite/adapter.js";
 
 /**
  * The client the store programs against. Both generated clients share one model API; the SQLite one is the common
@@ -33,6 +34,8 @@ export interface Database {
    */
   background: PrismaClient;
   provider: Provider;
+  /** SQLite: statements to the database thread past Prisma, for hot paths (on the connection `prisma` uses). */
+  direct?: DirectStatements;
   /** The migrations this open applied (empty when the database was current). */
   appliedMigrations: string[];
   close(): Promise<void>;
@@ -75,6 +78,7 @@ export async function openDatabase(databaseUrl: string, options: OpenDatabaseOpt
     prisma,
     background,
     provider,
+    direct: target.direct,
     appliedMigrations,
     close: async () => {
       await prisma.$disconnect();
@@ -101,6 +105,7 @@ export interface DatabaseTarget {
   backgroundClient?(): PrismaClient;
   /** Opens the pools' connections before the first request needs them. */
   warmUp?(): Promise<void>;
+  direct?: DirectStatements;
 }
 
 /** The URL with its password replaced, fit for logs and errors. */

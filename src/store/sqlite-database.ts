@@ -16,6 +16,13 @@ export function sqliteTarget(databaseUrl: string, logger: OpenDatabaseOptions["l
   if (location === "" || location === ":memory:") throw new Error("DATABASE_URL must name an SQLite file (file:<path>)");
   const file = path.resolve(location);
   mkdirSync(path.dirname(file), { recursive: true });
+  // Requests go through a worker thread (src/store/sqlite/), so statements and commits never stall the event loop.
+  const thread = new PrismaSqliteThread({
+    file,
+    busyTimeoutMs: sqliteBusyTimeoutMs,
+    pragmas: sqlitePragmas,
+    onThreadExit: (error) => logger?.error?.({ err: error, database: file }, "the SQLite thread died; the requests it held failed, the next one starts another"),
+  });
   return {
     description: file,
     // SQLite serializes writers itself; the engine applies each migration in a transaction.
@@ -23,16 +30,8 @@ export function sqliteTarget(databaseUrl: string, logger: OpenDatabaseOptions["l
     // Migrations run once, before anything is served, on one connection the engine locks exclusively: on the event
     // loop through Prisma's own adapter, which saves starting a thread for them.
     migrationAdapter: () => withPragmas(new PrismaBetterSqlite3({ url: file, timeout: sqliteBusyTimeoutMs })),
-    // Requests go through a worker thread (src/store/sqlite/), so statements and commits never stall the event loop.
-    client: () =>
-      new SqlitePrismaClient({
-        adapter: new PrismaSqliteThread({
-          file,
-          busyTimeoutMs: sqliteBusyTimeoutMs,
-          pragmas: sqlitePragmas,
-          onThreadExit: (error) => logger?.error?.({ err: error, database: file }, "the SQLite thread died; the requests it held failed, the next one starts another"),
-        }),
-      }),
+    client: () => new SqlitePrismaClient({ adapter: thread }),
+    direct: thread,
   };
 }
 

@@ -87,8 +87,9 @@ describe.each([
   ["PostgreSQL", postgres],
 ])("the submission write on %s", (_name, open) => {
   it("admits each new client's first submissions exactly, racing each other and operations ending, and never deadlocks", async () => {
-    const { prisma, provider } = await open();
-    const store = operationsStore(prisma, provider);
+    const database = await open();
+    const { prisma } = database;
+    const store = operationsStore(database);
     // Operations ending meanwhile: their counting trigger locks a client's row, then the server's.
     await prisma.operation.createMany({ data: Array.from({ length: 40 }, (_, index) => ({ ...allowed(`ender-${index % 4}`).operation, target: {}, arguments: {} })) });
     const ending = prisma.operation.findMany({ where: { clientId: { startsWith: "ender-" } } }).then((rows) =>

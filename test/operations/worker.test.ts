@@ -84,7 +84,7 @@ describe.each([
   it("reconciles what a replica with a lapsed lease left executing once it has held its own lease for a whole lease, and leaves a live replica's operations alone", async () => {
     const database = await open();
     cleanups.push(() => database.close());
-    const store = operationsStore(database.prisma, database.provider);
+    const store = operationsStore(database);
     now = Date.now();
     await store.replica.createMany({
       data: [
@@ -121,7 +121,7 @@ describe.each([
   it("two workers renewing at once reconcile each orphaned operation exactly once", async () => {
     const database = await open();
     cleanups.push(() => database.close());
-    const store = operationsStore(database.prisma, database.provider);
+    const store = operationsStore(database);
     now = Date.now();
     await store.replica.create({ data: { id: "replica_dead", heartbeatAt: new Date(now - 2 * leaseMs) } });
     const ids = Array.from({ length: 20 }, (_, index) => `op_${index}`);
@@ -142,7 +142,7 @@ describe.each([
     now = Date.now();
     const database = await open();
     cleanups.push(() => database.close());
-    const store = operationsStore(database.prisma, database.provider);
+    const store = operationsStore(database);
     const worker = await startWorker(store, new RecordingProvider());
     const first = await store.replica.findUniqueOrThrow({ where: { id: worker.id } });
     // A heartbeat every third of the lease.
@@ -159,7 +159,7 @@ describe("an execution whose outcome PostgreSQL refuses to store", () => {
   it("ends as result_not_recorded instead of staying executing", async () => {
     const database = await postgres();
     cleanups.push(() => database.close());
-    const store = operationsStore(database.prisma, database.provider);
+    const store = operationsStore(database);
     // jsonb cannot hold \u0000 in a string: the upstream answered, but the answer cannot be kept as it is.
     const provider = new RecordingProvider();
     provider.execute = async (operation) => {

@@ -7,9 +7,9 @@ import { PrismaBetterSqlite3 } from "@prisma/adapter-better-sqlite3";
 import Sqlite from "better-sqlite3";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { PrismaClient as SqlitePrismaClient } from "../../src/gen/prisma/sqlite/client.js";
-import { openDatabase, type PrismaClient } from "../../src/store/database.js";
+import { openDatabase, Prisma, type PrismaClient } from "../../src/store/database.js";
 import { PrismaSqliteThread, type SqliteThreadOptions } from "../../src/store/sqlite/adapter.js";
-import { isStorageError, isStorageUnavailable } from "../../src/store/storage-errors.js";
+import { isStorageError, isStorageUnavailable, isUniqueViolation } from "../../src/store/storage-errors.js";
 import { thrown } from "../support/thrown.js";
 import { within } from "../support/wait.js";
 import { operationRow } from "./operation-row.js";
@@ -211,6 +211,65 @@ describe("transactions", () => {
     });
     expect(inserted).toEqual({ changed: 1, actor: "raw" });
     expect(await prisma.$executeRaw`DELETE FROM "AuditRecord" WHERE "actor" = ${"raw"}`).toBe(1);
+  });
+});
+
+describe("direct statements, past Prisma", () => {
+  async function directDatabase() {
+    const file = path.join(dir, `db-${++files}.db`);
+    const database = await openDatabase(`file:${file}`);
+    clients.push(database.prisma);
+    return { prisma: database.prisma, direct: database.direct! };
+  }
+
+  it("a query reads a row as Prisma's raw query does: dates, JSON and nulls alike", async () => {
+    const { prisma, direct } = await directDatabase();
+    await prisma.operation.create({ data: { ...operationRow("op-direct"), terminalAt: new Date("2026-01-02T03:04:05.678Z") } });
+    const query = Prisma.sql`SELECT * FROM "Operation" WHERE "id" = ${"op-direct"}`;
+
+    const [row] = await direct.query<Record<string, unknown>>(query);
+    expect(row).toEqual((await prisma.$queryRaw<Record<string, unknown>[]>(query))[0]);
+    expect(row?.terminalAt).toEqual(new Date("2026-01-02T03:04:05.678Z"));
+    expect(row?.target).toEqual(operationRow("op-direct").target);
+  });
+
+  it("a batch writes all its statements in one transaction and tells the rows each changed", async () => {
+    const { prisma, direct } = await directDatabase();
+    const changed = await direct.batch([
+      Prisma.sql`INSERT INTO "AuditRecord" ("actor", "actorKind", "action", "detail", "at") VALUES (${"batched"}, 'client', 'test', '{}', ${new Date()})`,
+      Prisma.sql`UPDATE "AuditRecord" SET "category" = 'seen' WHERE "actor" = ${"batched"}`,
+      Prisma.sql`UPDATE "AuditRecord" SET "category" = 'none' WHERE "actor" = ${"nobody"}`,
+    ]);
+    expect(changed).toEqual([1, 1, 0]);
+    expect(await prisma.auditRecord.findMany({ where: { actor: "batched" }, select: { category: true } })).toEqual([{ category: "seen" }]);
+  });
+
+  it("a batch is atomic: when a statement fails with a unique violation, the ones before it are undone", async () => {
+    const { prisma, direct } = await directDatabase();
+    await prisma.operation.create({ data: operationRow("op-taken", "key-taken") });
+    const error = await thrown(() =>
+      direct.batch([
+        Prisma.sql`INSERT INTO "AuditRecord" ("actor", "actorKind", "action", "detail", "at") VALUES (${"undone"}, 'client', 'test', '{}', ${new Date()})`,
+        Prisma.sql`INSERT INTO "Operation" ("id", "clientId", "idempotencyKey", "requestHash", "operation", "target", "arguments", "reason", "state", "revision", "presentationTitle", "presentationSummary", "updatedAt")
+          VALUES ('op-other', 'client-a', 'key-taken', 'x', 'http.request', '{}', '{}', 'r', 'pending', 1, 't', 's', ${new Date()})`,
+      ]),
+    );
+    expect(isUniqueViolation(error)).toBe(true);
+    expect(await prisma.auditRecord.count({ where: { actor: "undone" } })).toBe(0);
+  });
+
+  it("a batch waits for an open transaction to end, and is not part of it", async () => {
+    const { prisma, direct } = await directDatabase();
+    let batch: Promise<number[]> | undefined;
+    await prisma
+      .$transaction(async (tx) => {
+        await tx.auditRecord.create(audit("rolled-back"));
+        batch = direct.batch([Prisma.sql`INSERT INTO "AuditRecord" ("actor", "actorKind", "action", "detail", "at") VALUES (${"after"}, 'client', 'test', '{}', ${new Date()})`]);
+        throw new Error("roll back");
+      })
+      .catch(() => undefined);
+    expect(await batch).toEqual([1]);
+    expect(await prisma.auditRecord.findMany({ where: { actor: { in: ["rolled-back", "after"] } }, select: { actor: true } })).toEqual([{ actor: "after" }]);
   });
 });
 

@@ -16,7 +16,7 @@ const { options, channel } = workerData as { options: ThreadOptions; channel: Th
 const { port, replies } = channel;
 
 type Statement = Extract<Request, { kind: "query" | "execute" }>;
-type WriterWork = Statement | Extract<Request, { kind: "script" }>;
+type WriterWork = Statement | Extract<Request, { kind: "script" | "batch" }>;
 
 class DatabaseThread {
   /** The transaction holding the writer, if any. */
@@ -37,6 +37,7 @@ class DatabaseThread {
         if (this.reader.readsOnly(request.sql)) return this.answer(request.id, () => runStatement(this.reader, request));
         return this.write(request);
       case "script":
+      case "batch":
         return this.write(request);
       case "commit":
       case "rollback":
@@ -58,7 +59,7 @@ class DatabaseThread {
     if (this.owner === undefined && this.waiting.length === 0) return this.run(work);
     this.waiting.push(work);
     // The event loop may be blocked waiting for a transaction's first answer; it will not come until the writer is free.
-    if (work.kind !== "script" && work.begins) reply({ id: work.id, queued: true });
+    if (isStatement(work) && work.begins) reply({ id: work.id, queued: true });
   }
 
   private run(work: WriterWork): void {
@@ -67,6 +68,7 @@ class DatabaseThread {
         this.writer.database.exec(work.script);
         return undefined;
       }
+      if (work.kind === "batch") return this.batch(work.statements);
       if (work.begins) {
         this.writer.execute("BEGIN IMMEDIATE");
         this.owner = work.transaction;
@@ -91,7 +93,7 @@ class DatabaseThread {
 
   /** Ends a transaction that does not hold the writer: its first statement may still be waiting for it (a timeout). */
   private drop(transaction: number, commits: boolean): undefined {
-    const index = this.waiting.findIndex((work) => work.kind !== "script" && work.transaction === transaction);
+    const index = this.waiting.findIndex((work) => isStatement(work) && work.transaction === transaction);
     if (index >= 0) {
       const [first] = this.waiting.splice(index, 1);
       reply({ id: first!.id, failure: failureOf(transactionClosed()) });
@@ -101,8 +103,20 @@ class DatabaseThread {
     return undefined;
   }
 
-  private answer(id: number, work: () => SqlResultSet | number | undefined): void {
-    let value: SqlResultSet | number | undefined;
+  /** The writer is free (no transaction owns it): the whole batch runs before anything else can. */
+  private batch(statements: { sql: string; args: unknown[] }[]): number[] {
+    this.writer.execute("BEGIN IMMEDIATE");
+    try {
+      const changes = statements.map(({ sql, args }) => this.writer.execute(sql, args));
+      this.writer.execute("COMMIT");
+      return changes;
+    } finally {
+      if (this.writer.database.inTransaction) this.writer.execute("ROLLBACK");
+    }
+  }
+
+  private answer(id: number, work: () => SqlResultSet | number | number[] | undefined): void {
+    let value: SqlResultSet | number | number[] | undefined;
     try {
       value = work();
     } catch (error) {
@@ -120,6 +134,10 @@ function reply(message: Reply | Opened): void {
 
 function runStatement(connection: Connection, request: Statement): SqlResultSet | number {
   return request.kind === "query" ? connection.query(request.sql, request.args) : connection.execute(request.sql, request.args);
+}
+
+function isStatement(work: WriterWork): work is Statement {
+  return work.kind === "query" || work.kind === "execute";
 }
 
 function transactionClosed(): Error {

@@ -1,4 +1,4 @@
-import { ColumnTypeEnum, type ArgType, type ColumnType, type SqlQuery } from "@prisma/driver-adapter-utils";
+import { ColumnTypeEnum, type ArgType, type ColumnType, type SqlQuery, type SqlResultSet } from "@prisma/driver-adapter-utils";
 
 /*
  * Values between Prisma's query plans and SQLite, as Prisma's own better-sqlite3 adapter stores and reads them, so a
@@ -93,4 +93,26 @@ export function fromSqlite(row: unknown[], types: ColumnType[]): unknown[] {
     }
   }
   return row;
+}
+
+/** Rows as Prisma's raw queries give them: objects by column name, date-times as Dates, JSON parsed, booleans. */
+export function objectsOf<T>({ columnNames, columnTypes, rows }: SqlResultSet): T[] {
+  return rows.map((row) => {
+    const object: Record<string, unknown> = {};
+    columnNames.forEach((name, index) => {
+      const value = row[index];
+      const type = columnTypes[index];
+      if (value === null || value === undefined) object[name] = null;
+      else if (type === ColumnTypeEnum.DateTime) object[name] = dateOf(value as string);
+      else if (type === ColumnTypeEnum.Json) object[name] = JSON.parse(value as string);
+      else if (type === ColumnTypeEnum.Boolean) object[name] = Boolean(value);
+      else object[name] = value;
+    });
+    return object as T;
+  });
+}
+
+// SQLite's CURRENT_TIMESTAMP (a column default) writes UTC without a zone, which Date would read as local time.
+function dateOf(text: string): Date {
+  return new Date(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/.test(text) ? `${text.replace(" ", "T")}Z` : text);
 }
