@@ -2,6 +2,7 @@ import pg from "pg";
 import { windowStartOf } from "../src/operations/admission.js";
 import { newId } from "../src/operations/lifecycle.js";
 import { operationsStore } from "../src/operations/store.js";
+import { approvedOperation } from "../src/operations/submission.js";
 import { submissionStatement, writeSubmission, type PlannedSubmission } from "../src/operations/submission-store.js";
 import { openDatabase, type Provider } from "../src/store/database.js";
 import { runLoad, type LoadResult } from "./load.js";
@@ -79,8 +80,7 @@ function plan(clientId: string): PlannedSubmission {
   const now = new Date();
   const windowSeconds = 2_147_483_647;
   return {
-    operation: {
-      id: newId("op"),
+    operation: approvedOperation({
       clientId,
       idempotencyKey: newId("key"),
       requestHash: "0".repeat(64),
@@ -88,17 +88,10 @@ function plan(clientId: string): PlannedSubmission {
       target: { credential: "bench", path: "/ok" },
       arguments: { method: "GET" },
       reason: "bench",
-      state: "approved",
-      revision: 1,
       presentationTitle: "GET /ok",
       presentationSummary: "bench",
-      approvalId: null,
-      errorCode: null,
-      errorMessage: null,
-      createdAt: now,
-      updatedAt: now,
-      terminalAt: null,
-    },
+      now,
+    }),
     kind: "operation.approved",
     category: null,
     detail: { rule: "allow-bench" },

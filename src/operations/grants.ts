@@ -8,7 +8,7 @@ import { newId, recordGrant } from "./lifecycle.js";
 import { afterCursor, newestFirst, pageLimit, pageOf } from "./pages.js";
 import { decide, requestedGrantTerms } from "./policy.js";
 import type { GrantRow } from "./store.js";
-import { idempotencyKeyPattern, maxTargetBytes, type RequestOptions } from "./submission.js";
+import { idempotencyKeyPattern, maxTargetBytes, pendingTerms, type RequestOptions } from "./submission.js";
 import { admitClient, readAdmissionCounts } from "./submission-store.js";
 
 export interface GrantInput {
@@ -79,15 +79,10 @@ export class Grants {
               id: newId("req"),
               revision: 1,
               clientId,
-              status: "pending",
               operation: input.operation,
               target: input.target,
               reason,
-              mode: terms.mode,
-              minutes: terms.minutes ?? null,
-              maxUses: terms.maxUses,
-              usesRemaining: terms.maxUses,
-              expiresAt: new Date(now.getTime() + this.options.approvalTtlMs),
+              ...pendingTerms(terms, now, this.options.approvalTtlMs),
               clientRequestId: input.clientRequestId,
               requestHash: hash,
               createdAt: now,

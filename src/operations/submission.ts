@@ -6,7 +6,7 @@ import { requestHash } from "./canonical-json.js";
 import type { Clock } from "./clock.js";
 import { newId } from "./lifecycle.js";
 import type { Notifier } from "./notifier.js";
-import { decide, requestedGrantTerms, type Decision, type Policy } from "./policy.js";
+import { decide, requestedGrantTerms, type Decision, type GrantTerms, type Policy } from "./policy.js";
 import type { Provider } from "./providers/provider.js";
 import type { ProviderRegistry } from "./providers/registry.js";
 import type { GrantRow, OperationRow, StoreClient } from "./store.js";
@@ -45,6 +45,41 @@ const replayWindowMs = 30 * 24 * 60 * 60 * 1000;
  * would be a bug, not load.
  */
 const maxAttempts = 5;
+
+/** A new operation row, approved (the policy's decision may then change its state): one id, revision 1, now. */
+export function approvedOperation(
+  fields: Pick<OperationRow, "clientId" | "idempotencyKey" | "requestHash" | "operation" | "reason" | "presentationTitle" | "presentationSummary"> & {
+    target: JsonObject;
+    arguments: JsonObject;
+    now: Date;
+  },
+): PlannedSubmission["operation"] {
+  const { now, ...rest } = fields;
+  return {
+    id: newId("op"),
+    ...rest,
+    state: "approved",
+    revision: 1,
+    approvalId: null,
+    errorCode: null,
+    errorMessage: null,
+    createdAt: now,
+    updatedAt: now,
+    terminalAt: null,
+  };
+}
+
+/** A pending approval's terms, as the policy grants them, expiring `approvalTtlMs` from now unless decided. */
+export function pendingTerms(terms: GrantTerms, now: Date, approvalTtlMs: number) {
+  return {
+    status: "pending",
+    mode: terms.mode,
+    minutes: terms.minutes ?? null,
+    maxUses: terms.maxUses,
+    usesRemaining: terms.maxUses,
+    expiresAt: new Date(now.getTime() + approvalTtlMs),
+  };
+}
 
 /**
  * Submission (spec §3-§5): validate, replay by idempotency key, then policy and admission, then persist. A replay is
@@ -110,8 +145,7 @@ export class Submissions {
     const decision = await this.decide(clientId, request, now);
     const limits = limitsFor(this.options.admission, clientId);
     const presentation = provider.present(request.target, request.arguments);
-    const operation: PlannedSubmission["operation"] = {
-      id: newId("op"),
+    const operation = approvedOperation({
       clientId,
       idempotencyKey: request.idempotencyKey,
       requestHash: hash,
@@ -119,17 +153,10 @@ export class Submissions {
       target: request.target,
       arguments: request.arguments,
       reason: request.reason,
-      state: "approved",
-      revision: 1,
       presentationTitle: presentation.title.slice(0, 160),
       presentationSummary: presentation.summary.slice(0, 500),
-      approvalId: null,
-      errorCode: null,
-      errorMessage: null,
-      createdAt: now,
-      updatedAt: now,
-      terminalAt: null,
-    };
+      now,
+    });
     const planned = { limits: { ...limits, windowStart: windowStartOf(now, limits.windowSeconds) }, category: null };
     switch (decision.effect) {
       case "use_grant":
@@ -152,15 +179,10 @@ export class Submissions {
             id: approvalId,
             revision: 1,
             clientId,
-            status: "pending",
             operation: request.operation,
             target: request.target,
             reason: request.reason,
-            mode: terms.mode,
-            minutes: terms.minutes ?? null,
-            maxUses: terms.maxUses,
-            usesRemaining: terms.maxUses,
-            expiresAt: new Date(now.getTime() + this.options.approvalTtlMs),
+            ...pendingTerms(terms, now, this.options.approvalTtlMs),
             operationId: operation.id,
             createdAt: now,
             updatedAt: now,

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { admit, windowStartOf, type AdmissionLimits } from "../../src/operations/admission.js";
 import { newId } from "../../src/operations/lifecycle.js";
 import { operationsStore, type StoreClient } from "../../src/operations/store.js";
+import { approvedOperation } from "../../src/operations/submission.js";
 import { writeSubmission, type PlannedSubmission } from "../../src/operations/submission-store.js";
 import { defaultDatabaseUrl, openDatabase, type Database } from "../../src/store/database.js";
 import { createPostgresDatabase } from "../support/postgres-database.js";
@@ -45,8 +46,7 @@ const limits: AdmissionLimits = {
 function allowed(clientId: string): PlannedSubmission {
   const now = new Date();
   return {
-    operation: {
-      id: newId("op"),
+    operation: approvedOperation({
       clientId,
       idempotencyKey: newId("key"),
       requestHash: "00",
@@ -54,17 +54,10 @@ function allowed(clientId: string): PlannedSubmission {
       target: {},
       arguments: {},
       reason: "test",
-      state: "approved",
-      revision: 1,
       presentationTitle: "test",
       presentationSummary: "test",
-      approvalId: null,
-      errorCode: null,
-      errorMessage: null,
-      createdAt: now,
-      updatedAt: now,
-      terminalAt: null,
-    },
+      now,
+    }),
     kind: "operation.approved",
     category: null,
     detail: {},
