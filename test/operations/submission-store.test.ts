@@ -3,6 +3,7 @@ import { admit, windowStartOf, type AdmissionLimits } from "../../src/operations
 import { newId } from "../../src/operations/lifecycle.js";
 import { operationsStore, type StoreClient } from "../../src/operations/store.js";
 import { writeSubmission, type PlannedSubmission } from "../../src/operations/submission-store.js";
+import { operationRow } from "../support/operation-rows.js";
 import { testDatabases } from "../support/test-databases.js";
 
 const { sqlite, postgres } = testDatabases("axon-submission");
@@ -22,26 +23,7 @@ const limits: AdmissionLimits = {
 function allowed(clientId: string): PlannedSubmission {
   const now = new Date();
   return {
-    operation: {
-      id: newId("op"),
-      clientId,
-      idempotencyKey: newId("key"),
-      requestHash: "00",
-      operation: "test.op",
-      target: {},
-      arguments: {},
-      reason: "test",
-      state: "approved",
-      revision: 1,
-      presentationTitle: "test",
-      presentationSummary: "test",
-      approvalId: null,
-      errorCode: null,
-      errorMessage: null,
-      createdAt: now,
-      updatedAt: now,
-      terminalAt: null,
-    },
+    operation: operationRow(newId("op"), { clientId, idempotencyKey: newId("key"), createdAt: now, updatedAt: now }),
     kind: "operation.approved",
     category: null,
     detail: {},

@@ -5,6 +5,7 @@ import type { ExecutionOutcome, OperationToExecute, Provider } from "../../src/o
 import { ProviderRegistry } from "../../src/operations/providers/registry.js";
 import { operationsStore, type StoreClient } from "../../src/operations/store.js";
 import { ExecutionWorker } from "../../src/operations/worker.js";
+import { operationRow } from "../support/operation-rows.js";
 import { testDatabases } from "../support/test-databases.js";
 import { until } from "../support/wait.js";
 
@@ -30,21 +31,7 @@ class RecordingProvider implements Provider {
 const { sqlite, postgres, defer } = testDatabases("axon-worker");
 
 function executing(id: string, claimedBy: string | null) {
-  return {
-    id,
-    clientId: "alice",
-    idempotencyKey: id,
-    requestHash: "00",
-    operation: "test.op",
-    target: {},
-    arguments: {},
-    reason: "test",
-    state: "executing",
-    revision: 3,
-    presentationTitle: "test",
-    presentationSummary: "test",
-    claimedBy,
-  };
+  return operationRow(id, { state: "executing", revision: 3, claimedBy });
 }
 
 describe.each([

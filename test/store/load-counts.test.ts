@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { PrismaClient } from "../../src/store/database.js";
+import { operationRow } from "../support/operation-rows.js";
 import { testDatabases } from "../support/test-databases.js";
 
 const { sqlite, postgres } = testDatabases("axon-load");
@@ -7,20 +8,7 @@ const { sqlite, postgres } = testDatabases("axon-load");
 const active = ["pending", "approved", "executing"];
 
 function operation(id: string, clientId: string, state: string) {
-  return {
-    id,
-    clientId,
-    idempotencyKey: id,
-    requestHash: "00",
-    operation: "test.op",
-    target: {},
-    arguments: {},
-    reason: "test",
-    state,
-    revision: 1,
-    presentationTitle: "test",
-    presentationSummary: "test",
-  };
+  return operationRow(id, { clientId, state });
 }
 
 function grant(id: string, clientId: string, status: string) {
