@@ -148,7 +148,7 @@ export function submissionStatement(plan: PlannedSubmission): Prisma.Sql {
     ),`;
   const onlyIfUsed = windowGrant === undefined ? Prisma.empty : Prisma.sql`AND EXISTS (SELECT 1 FROM used)`;
   const approvalInsert = approval === undefined ? Prisma.empty : Prisma.sql`
-    approval AS (INSERT INTO "Grant" (${grantColumns}) SELECT ${grantValues(sql, approval)} FROM counted),`;
+    approval AS (INSERT INTO "Grant" (${grantColumns.names}) SELECT ${grantColumns.values(sql, approval)} FROM counted),`;
   const grantUsedAudit = windowGrant === undefined ? Prisma.empty : Prisma.sql`
     UNION ALL SELECT ${op.clientId}, 'client', 'grant.used', NULL, NULL, ${windowGrant.id},
       jsonb_build_object('uses_remaining', "usesRemaining"), ${sql.time(now)} FROM used, operation`;
@@ -169,7 +169,7 @@ export function submissionStatement(plan: PlannedSubmission): Prisma.Sql {
       WHERE "clientId" = ${op.clientId} AND EXISTS (SELECT 1 FROM counts WHERE ${admitted(limits)}) ${onlyIfUsed}
       RETURNING 1
     ), operation AS (
-      INSERT INTO "Operation" (${operationColumns}) SELECT ${operationValues(sql, op)} FROM counted
+      INSERT INTO "Operation" (${operationColumns.names}) SELECT ${operationColumns.values(sql, op)} FROM counted
       RETURNING "id"
     ), ${approvalInsert} event AS (
       INSERT INTO "Event" ("kind", "clientId", "operationId", "grantId", "revision", "payload", "createdAt")
@@ -209,10 +209,10 @@ async function writeInOneBatch(store: StoreClient, plan: PlannedSubmission): Pro
           Prisma.sql`${takeWindowGrantUse(sql, windowGrant.id, now)} AND "revision" = ${windowGrant.revision}
             AND EXISTS (SELECT 1 FROM (${currentCounts(sql, op.clientId, limits.windowStart)}) WHERE ${admitted(limits)})`,
         ]),
-    Prisma.sql`INSERT INTO "Operation" (${operationColumns}) SELECT ${operationValues(sql, op)}
+    Prisma.sql`INSERT INTO "Operation" (${operationColumns.names}) SELECT ${operationColumns.values(sql, op)}
       FROM (${currentCounts(sql, op.clientId, limits.windowStart)}) WHERE ${admitted(limits)} ${used}`,
     countInWindow(sql, op.clientId, limits, Prisma.sql`(SELECT 1) AS one`, written, false),
-    ...(approval ? [Prisma.sql`INSERT INTO "Grant" (${grantColumns}) SELECT ${grantValues(sql, approval)} WHERE ${written}`] : []),
+    ...(approval ? [Prisma.sql`INSERT INTO "Grant" (${grantColumns.names}) SELECT ${grantColumns.values(sql, approval)} WHERE ${written}`] : []),
     Prisma.sql`INSERT INTO "Event" ("kind", "clientId", "operationId", "grantId", "revision", "payload", "createdAt")
       SELECT ${plan.kind}, ${op.clientId}, ${op.id}, ${op.approvalId}, 1, ${sql.json({ state: op.state })}, ${now} WHERE ${written}`,
     Prisma.sql`INSERT INTO "AuditRecord" ("actor", "actorKind", "action", "category", "operationId", "grantId", "detail", "at")
@@ -247,58 +247,63 @@ function takeWindowGrantUse(dialect: Dialect, grantId: string, now: Date): Prism
     WHERE "id" = ${grantId} AND "status" = 'active' AND "usesRemaining" > 0 AND ("expiresAt" IS NULL OR "expiresAt" > ${dialect.time(now)})`;
 }
 
-const operationColumns = Prisma.raw(
-  `"id", "clientId", "idempotencyKey", "requestHash", "operation", "target", "arguments", "reason", "state", "revision",
-   "presentationTitle", "presentationSummary", "approvalId", "errorCode", "errorMessage", "createdAt", "updatedAt", "terminalAt"`,
-);
+/** How each written column's value is sent: as it is, or through the dialect (casts on PostgreSQL, text on SQLite). */
+type ColumnKind = "value" | "json" | "int" | "time";
 
-function operationValues(dialect: Dialect, op: PlannedSubmission["operation"]): Prisma.Sql {
-  return Prisma.join([
-    op.id,
-    op.clientId,
-    op.idempotencyKey,
-    op.requestHash,
-    op.operation,
-    dialect.json(op.target),
-    dialect.json(op.arguments),
-    op.reason,
-    op.state,
-    dialect.int(op.revision),
-    op.presentationTitle,
-    op.presentationSummary,
-    op.approvalId,
-    op.errorCode,
-    op.errorMessage,
-    dialect.time(op.createdAt),
-    dialect.time(op.updatedAt),
-    dialect.time(op.terminalAt),
-  ]);
+/** Every column of a row type, in order, with its kind: the column list and the values follow from this one list. */
+function columnsOf<Row>(kinds: { [Column in keyof Row]-?: ColumnKind }) {
+  const columns = Object.keys(kinds) as (keyof Row & string)[];
+  return {
+    names: Prisma.raw(columns.map((column) => `"${column}"`).join(", ")),
+    values: (dialect: Dialect, row: Row) =>
+      Prisma.join(
+        columns.map((column) => {
+          const value = row[column] as never;
+          const kind = kinds[column];
+          return kind === "json" ? dialect.json(value) : kind === "int" ? dialect.int(value) : kind === "time" ? dialect.time(value) : value;
+        }),
+      ),
+  };
 }
 
-const grantColumns = Prisma.raw(
-  `"id", "revision", "clientId", "status", "operation", "target", "reason", "mode", "minutes", "maxUses", "usesRemaining",
-   "expiresAt", "operationId", "createdAt", "updatedAt"`,
-);
+const operationColumns = columnsOf<PlannedSubmission["operation"]>({
+  id: "value",
+  clientId: "value",
+  idempotencyKey: "value",
+  requestHash: "value",
+  operation: "value",
+  target: "json",
+  arguments: "json",
+  reason: "value",
+  state: "value",
+  revision: "int",
+  presentationTitle: "value",
+  presentationSummary: "value",
+  approvalId: "value",
+  errorCode: "value",
+  errorMessage: "value",
+  createdAt: "time",
+  updatedAt: "time",
+  terminalAt: "time",
+});
 
-function grantValues(dialect: Dialect, grant: NonNullable<PlannedSubmission["approval"]>): Prisma.Sql {
-  return Prisma.join([
-    grant.id,
-    dialect.int(grant.revision),
-    grant.clientId,
-    grant.status,
-    grant.operation,
-    dialect.json(grant.target),
-    grant.reason,
-    grant.mode,
-    dialect.int(grant.minutes),
-    dialect.int(grant.maxUses),
-    dialect.int(grant.usesRemaining),
-    dialect.time(grant.expiresAt),
-    grant.operationId,
-    dialect.time(grant.createdAt),
-    dialect.time(grant.updatedAt),
-  ]);
-}
+const grantColumns = columnsOf<NonNullable<PlannedSubmission["approval"]>>({
+  id: "value",
+  revision: "int",
+  clientId: "value",
+  status: "value",
+  operation: "value",
+  target: "json",
+  reason: "value",
+  mode: "value",
+  minutes: "int",
+  maxUses: "int",
+  usesRemaining: "int",
+  expiresAt: "time",
+  operationId: "value",
+  createdAt: "time",
+  updatedAt: "time",
+});
 
 function auditDetail(plan: PlannedSubmission): JsonObject {
   return { state: plan.operation.state, revision: 1, ...plan.detail };
