@@ -39,6 +39,8 @@ const { values: flags } = parseArgs({
     "list-concurrency": { type: "string", default: "8" },
     "operations-concurrency": { type: "string", default: "8" },
     setups: { type: "string", default: "sqlite,postgresql,postgresql-2" },
+    // Writes a V8 CPU profile of each Axon process to this folder (open it in Chrome DevTools or speedscope).
+    profile: { type: "string" },
     help: { type: "boolean", default: false },
   },
 });
@@ -51,6 +53,7 @@ if (flags.help) {
   --list-concurrency N        List calls in flight (default 8)
   --operations-concurrency N  operations in flight, each submitted then waited to its end (default 8)
   --setups LIST               of sqlite, postgresql, postgresql-2 (default all three)
+  --profile DIR               write a V8 CPU profile of each Axon process to DIR
 Quick: npm run bench:load -- --seconds 2 --chats 100 --setups sqlite`);
   process.exit(0);
 }
@@ -155,6 +158,7 @@ try {
       for (let replica = 0; replica < setup.replicas; replica++) {
         const axon = await startServerProcess<AxonReady>(new URL("./serve-axon.ts", import.meta.url), {
           env: { BENCH_AXON_ENV: JSON.stringify({ ...axonEnv, DATABASE_URL: database.url }), BENCH_EVENT_LOOP_DELAY: "1" },
+          nodeArgs: flags.profile ? ["--cpu-prof", `--cpu-prof-dir=${flags.profile}`] : [],
         });
         setupCleanups.push(() => axon.stop());
         replicas.push(axon);

@@ -1,7 +1,8 @@
 import { Prisma } from "../store/database.js";
 import type { ExecutionOutcome } from "./providers/provider.js";
+import type { BatchResult } from "../store/sqlite/adapter.js";
 import { dialects } from "./sql-dialect.js";
-import type { StoreClient } from "./store.js";
+import { directStatements, type StoreClient } from "./store.js";
 
 /** The new revision and state of an operation a worker wrote, for its event and wake-ups. */
 export interface Written {
@@ -14,7 +15,8 @@ export interface Written {
  * Records an execution's proven (or unknown) outcome with its event and audit record, all or nothing. Only the
  * replica holding the operation may: `undefined` when it is no longer executing under `replica` (another replica
  * reconciled it after this one's lease lapsed), and nothing is written. On PostgreSQL this is one statement: ending
- * an operation changes the load counts, whose rows stay locked only for the statement and its commit.
+ * an operation changes the load counts, whose rows stay locked only for the statement and its commit. On SQLite, one
+ * batch: one message to the database thread, so a worker's writes never block the event loop for a step of theirs.
  */
 export async function recordOutcome(store: StoreClient, replica: string, operationId: string, outcome: ExecutionOutcome, now: Date): Promise<Written | undefined> {
   const sql = dialects[store.provider];
@@ -36,26 +38,43 @@ export async function recordOutcome(store: StoreClient, replica: string, operati
       SELECT * FROM changed`;
     return written;
   }
-  return store.transaction(async (tx) => {
-    const [written] = await tx.$queryRaw<Written[]>`${changeHeld(replica, operationId, change, now)}`;
-    if (!written) return undefined;
-    await tx.$executeRaw`INSERT INTO "Event" ("kind", "clientId", "operationId", "revision", "payload", "createdAt")
-      SELECT ${event} FROM "Operation" WHERE "id" = ${operationId}`;
-    await tx.$executeRaw`INSERT INTO "AuditRecord" ("actor", "actorKind", "action", "category", "operationId", "detail", "at") VALUES (${audit})`;
-    return { ...written, revision: Number(written.revision) };
-  });
+  // SQLite: one batch, each insert going in only if the statement before it wrote (`changes()`).
+  return writtenBy(
+    await directStatements(store).batch([
+      changeHeld(replica, operationId, change, now),
+      Prisma.sql`INSERT INTO "Event" ("kind", "clientId", "operationId", "revision", "payload", "createdAt")
+        SELECT ${event} FROM "Operation" WHERE "id" = ${operationId} AND changes() = 1`,
+      Prisma.sql`INSERT INTO "AuditRecord" ("actor", "actorKind", "action", "category", "operationId", "detail", "at") SELECT ${audit} WHERE changes() = 1`,
+    ]),
+  );
 }
 
 /** Shows progress on an executing operation: a new revision with this summary, and its event. */
-export function recordProgress(store: StoreClient, replica: string, operationId: string, summary: string, now: Date): Promise<Written | undefined> {
+export async function recordProgress(store: StoreClient, replica: string, operationId: string, summary: string, now: Date): Promise<Written | undefined> {
   const sql = dialects[store.provider];
-  return store.transaction(async (tx) => {
-    const [written] = await tx.$queryRaw<Written[]>`${changeHeld(replica, operationId, Prisma.sql`"presentationSummary" = ${summary.slice(0, 500)}`, now)}`;
-    if (!written) return undefined;
-    await tx.$executeRaw`INSERT INTO "Event" ("kind", "clientId", "operationId", "revision", "payload", "createdAt")
-      VALUES ('operation.executing', ${written.clientId}, ${operationId}, ${sql.int(Number(written.revision))}, ${sql.json({ state: written.state })}, ${sql.time(now)})`;
-    return { ...written, revision: Number(written.revision) };
-  });
+  const change = changeHeld(replica, operationId, Prisma.sql`"presentationSummary" = ${summary.slice(0, 500)}`, now);
+  const event = Prisma.sql`'operation.executing', "clientId", ${operationId}, "revision", ${sql.json({ state: "executing" })}, ${sql.time(now)}`;
+  if (store.provider === "postgresql") {
+    const [written] = await store.$queryRaw<Written[]>`
+      WITH changed AS (${change}), event AS (
+        INSERT INTO "Event" ("kind", "clientId", "operationId", "revision", "payload", "createdAt") SELECT ${event} FROM changed
+      )
+      SELECT * FROM changed`;
+    return written;
+  }
+  return writtenBy(
+    await directStatements(store).batch([
+      change,
+      Prisma.sql`INSERT INTO "Event" ("kind", "clientId", "operationId", "revision", "payload", "createdAt")
+        SELECT ${event} FROM "Operation" WHERE "id" = ${operationId} AND changes() = 1`,
+    ]),
+  );
+}
+
+/** What the batch's first statement, `changeHeld`, returned. */
+function writtenBy([changed]: BatchResult[]): Written | undefined {
+  const [written] = changed as unknown as Written[];
+  return written && { ...written, revision: Number(written.revision) };
 }
 
 /** Changes an operation while it is executing under `replica`, whatever revision progress has taken it to. */

@@ -25,3 +25,9 @@ export function operationsStore(database: Pick<Database, "prisma" | "provider" |
   const transaction = <T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T> => prisma.$transaction(work, { maxWait: 10_000, timeout: 20_000 });
   return Object.assign(Object.create(prisma) as PrismaClient, { provider: database.provider, direct: database.direct, transaction });
 }
+
+/** An SQLite store's statements past Prisma; every store `operationsStore` makes over an SQLite database has them. */
+export function directStatements(store: StoreClient): DirectStatements {
+  if (!store.direct) throw new Error("an SQLite store needs the database's direct statements (open it with openDatabase)");
+  return store.direct;
+}

@@ -2,9 +2,8 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { Prisma } from "../store/database.js";
 import { isUniqueViolation } from "../store/storage-errors.js";
 import type { AdmissionCounts, ClientLimits, GlobalLimits } from "./admission.js";
-import type { DirectStatements } from "../store/sqlite/adapter.js";
 import { dialects, type Dialect } from "./sql-dialect.js";
-import type { GrantRow, OperationRow, StoreClient, StoreTransaction } from "./store.js";
+import { directStatements, type GrantRow, type OperationRow, type StoreClient, type StoreTransaction } from "./store.js";
 
 /**
  * Writing an admitted submission (spec §4, §5): the admission check, the rate count, the operation, its approval or
@@ -229,11 +228,6 @@ export async function findByIdempotencyKey(store: StoreClient, clientId: string,
   const query = Prisma.sql`SELECT * FROM "Operation" WHERE "clientId" = ${clientId} AND "idempotencyKey" = ${idempotencyKey}`;
   const [row] = store.provider === "sqlite" ? await directStatements(store).query<OperationRow>(query) : await store.$queryRaw<OperationRow[]>`${query}`;
   return row;
-}
-
-function directStatements(store: StoreClient): DirectStatements {
-  if (!store.direct) throw new Error("an SQLite store needs the database's direct statements (open it with openDatabase)");
-  return store.direct;
 }
 
 // ---- rows --------------------------------------------------------------------------------------------------------

@@ -244,6 +244,19 @@ describe("direct statements, past Prisma", () => {
     expect(await prisma.auditRecord.findMany({ where: { actor: "batched" }, select: { category: true } })).toEqual([{ category: "seen" }]);
   });
 
+  it("a batch hands back what a statement returns, and a statement can go on only if the one before it changed a row", async () => {
+    const { prisma, direct } = await directDatabase();
+    await prisma.auditRecord.create(audit("returned"));
+    const insertIfChanged = Prisma.sql`INSERT INTO "AuditRecord" ("actor", "actorKind", "action", "detail", "at") SELECT ${"followed"}, 'client', 'test', '{}', ${new Date()} WHERE changes() = 1`;
+
+    const [returned, followed] = await direct.batch([Prisma.sql`UPDATE "AuditRecord" SET "category" = 'seen' WHERE "actor" = ${"returned"} RETURNING "actor", "category", "at"`, insertIfChanged]);
+    expect(returned).toEqual([{ actor: "returned", category: "seen", at: expect.any(Date) }]);
+    expect(followed).toBe(1);
+    const [none, notFollowed] = await direct.batch([Prisma.sql`UPDATE "AuditRecord" SET "category" = 'seen' WHERE "actor" = ${"nobody"} RETURNING "actor"`, insertIfChanged]);
+    expect(none).toEqual([]);
+    expect(notFollowed).toBe(0);
+  });
+
   it("a batch is atomic: when a statement fails with a unique violation, the ones before it are undone", async () => {
     const { prisma, direct } = await directDatabase();
     await prisma.operation.create({ data: operationRow("op-taken", "key-taken") });
@@ -260,7 +273,7 @@ describe("direct statements, past Prisma", () => {
 
   it("a batch waits for an open transaction to end, and is not part of it", async () => {
     const { prisma, direct } = await directDatabase();
-    let batch: Promise<number[]> | undefined;
+    let batch: Promise<unknown[]> | undefined;
     await prisma
       .$transaction(async (tx) => {
         await tx.auditRecord.create(audit("rolled-back"));

@@ -39,6 +39,8 @@ export interface RawStatement {
   values: unknown[];
 }
 
+export type BatchResult = number | Record<string, unknown>[];
+
 /**
  * Statements sent to the database thread past Prisma's query interpreter, which costs several times what SQLite
  * does: for the few hot paths where that matters. Values and rows as Prisma's raw queries give and take them.
@@ -46,8 +48,11 @@ export interface RawStatement {
 export interface DirectStatements {
   /** One statement outside any transaction: its rows as objects (date-times as Dates, JSON parsed). */
   query<T>(statement: RawStatement): Promise<T[]>;
-  /** Writes in one transaction of their own, all or nothing, in one round trip: the rows each changed. */
-  batch(statements: RawStatement[]): Promise<number[]>;
+  /**
+   * Statements in one transaction of their own, all or nothing, in one round trip: for each, the rows it returns (a
+   * query, or a write with RETURNING) as `query` gives them, or else the number of rows it changed.
+   */
+  batch(statements: RawStatement[]): Promise<BatchResult[]>;
 }
 
 /**
@@ -74,8 +79,9 @@ export class PrismaSqliteThread implements SqlDriverAdapterFactory, DirectStatem
     return objectsOf<T>(await (await this.adapter()).queryRaw({ sql: statement.sql, args: statement.values, argTypes: [] }));
   }
 
-  async batch(statements: RawStatement[]): Promise<number[]> {
-    return (await this.adapter()).batch(statements);
+  async batch(statements: RawStatement[]): Promise<BatchResult[]> {
+    const results = await (await this.adapter()).batch(statements);
+    return results.map((result) => (typeof result === "number" ? result : objectsOf(result)));
   }
 
   private adapter(): Promise<SqliteThreadAdapter> {
@@ -123,9 +129,9 @@ class SqliteThreadAdapter extends ThreadQueryable implements SqlDriverAdapter {
     await (await this.current()).request({ kind: "script", script });
   }
 
-  async batch(statements: RawStatement[]): Promise<number[]> {
+  async batch(statements: RawStatement[]): Promise<(SqlResultSet | number)[]> {
     const sqlite = statements.map(({ sql, values }) => ({ sql, args: toSqlite({ sql, args: values, argTypes: [] }) }));
-    return (await this.current()).request<number[]>({ kind: "batch", statements: sqlite });
+    return (await this.current()).request({ kind: "batch", statements: sqlite });
   }
 
   async startTransaction(isolationLevel?: IsolationLevel): Promise<Transaction> {

@@ -47,6 +47,11 @@ export class Connection {
     return { columnNames: columns.map((column) => column.name), columnTypes: types, rows };
   }
 
+  /** The rows a statement returns, if it returns any (a query, RETURNING); else the rows it changed. */
+  run(sql: string, args: unknown[]): SqlResultSet | number {
+    return this.prepared(sql).reader ? this.query(sql, args) : this.execute(sql, args);
+  }
+
   execute(sql: string, args: unknown[] = []): number {
     return this.prepared(sql).run(args).changes;
   }

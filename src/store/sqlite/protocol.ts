@@ -24,14 +24,17 @@ export type Request =
    */
   | { id: number; kind: "query" | "execute"; sql: string; args: unknown[]; transaction?: number; begins?: true }
   | { id: number; kind: "script"; script: string }
-  /** Writes in a transaction of their own, all or nothing, in one round trip: the rows each changed. */
+  /**
+   * Statements in a transaction of their own, all or nothing, in one round trip: for each, the rows it returns (a
+   * query, or a write with RETURNING) or else the rows it changed.
+   */
   | { id: number; kind: "batch"; statements: { sql: string; args: unknown[] }[] }
   /** Ends the transaction (or drops it, if its first statement is still waiting for the writer) and frees the writer. */
   | { id: number; kind: "commit" | "rollback"; transaction: number }
   | { id: number; kind: "close" };
 
 export type Reply =
-  | { id: number; value: SqlResultSet | number | number[] | undefined }
+  | { id: number; value: SqlResultSet | number | (SqlResultSet | number)[] | undefined }
   | { id: number; failure: Failure }
   /** A transaction cannot begin yet: another one holds the writer. The real reply follows when it can. */
   | { id: number; queued: true };

@@ -104,10 +104,10 @@ class DatabaseThread {
   }
 
   /** The writer is free (no transaction owns it): the whole batch runs before anything else can. */
-  private batch(statements: { sql: string; args: unknown[] }[]): number[] {
+  private batch(statements: { sql: string; args: unknown[] }[]): (SqlResultSet | number)[] {
     this.writer.execute("BEGIN IMMEDIATE");
     try {
-      const changes = statements.map(({ sql, args }) => this.writer.execute(sql, args));
+      const changes = statements.map(({ sql, args }) => this.writer.run(sql, args));
       this.writer.execute("COMMIT");
       return changes;
     } finally {
@@ -115,8 +115,8 @@ class DatabaseThread {
     }
   }
 
-  private answer(id: number, work: () => SqlResultSet | number | number[] | undefined): void {
-    let value: SqlResultSet | number | number[] | undefined;
+  private answer(id: number, work: () => SqlResultSet | number | (SqlResultSet | number)[] | undefined): void {
+    let value: SqlResultSet | number | (SqlResultSet | number)[] | undefined;
     try {
       value = work();
     } catch (error) {
