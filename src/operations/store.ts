@@ -15,7 +15,7 @@ export type StoreTransaction = Omit<Prisma.TransactionClient, never>;
  */
 export type StoreClient = PrismaClient & {
   provider: Provider;
-  /** SQLite only: the submission's hot path, past Prisma's query interpreter (see `writeSubmission`). */
+  /** SQLite only: statements past Prisma's query interpreter, for the hot paths (`writeSubmission`, `recordOutcome`). */
   direct?: DirectStatements;
   transaction<T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T>;
 };

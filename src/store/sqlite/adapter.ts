@@ -39,6 +39,7 @@ export interface RawStatement {
   values: unknown[];
 }
 
+/** One statement's part of a batch's answer: its rows, or the number of rows it changed. */
 export type BatchResult = number | Record<string, unknown>[];
 
 /**
