@@ -11,6 +11,7 @@ import { percentile, runLoad, type Call, type LoadResult } from "./load.js";
 import type { AxonReady } from "./serve-axon.js";
 import type { BaselinesReady, CannedResponses } from "./serve-baselines.js";
 import { startServerProcess, type ServerProcess } from "./server-process.js";
+import { IntakeBudget } from "../src/server/intake-budget.js";
 
 /*
  * `npm run bench`: ConciergeService.List on Axon against the servers its users would otherwise write, over gRPC, REST
@@ -252,6 +253,7 @@ async function printObservationCost(): Promise<void> {
       metrics: new Metrics(),
       authenticate: () => undefined,
       forwardedMetadata: ["request_id", "user_id"],
+      intake: new IntakeBudget(64 * 1024 * 1024),
     });
     const header = (): string | undefined => undefined;
     const before = process.cpuUsage();

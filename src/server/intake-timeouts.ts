@@ -1,0 +1,77 @@
+import type http from "node:http";
+import http2 from "node:http2";
+
+const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR, NGHTTP2_STREAM_STATE_HALF_CLOSED_REMOTE, NGHTTP2_STREAM_STATE_CLOSED } = http2.constants;
+
+/**
+ * An HTTP/1.1 request's body has `timeoutMs` from its headers to its last byte: a stalled or dribbling upload is
+ * answered 408 (by `answerTimeout`) and its connection closed. A response that went out before the body was read
+ * closes the connection too: the rest of the body would only be read to be dropped.
+ */
+export function watchHttp1Body(req: http.IncomingMessage, res: http.ServerResponse, timeoutMs: number, answerTimeout: (res: http.ServerResponse) => void): void {
+  const { socket } = req;
+  const closeAfterResponse = (): void => void socket.end(() => socket.destroy());
+  const timer = setTimeout(() => {
+    if (req.complete) return;
+    if (res.headersSent) return void socket.destroy();
+    res.setHeader("connection", "close");
+    answerTimeout(res);
+    closeAfterResponse();
+  }, timeoutMs);
+  res.once("close", () => clearTimeout(timer));
+  res.once("finish", () => {
+    if (!req.complete) closeAfterResponse();
+  });
+}
+
+/**
+ * An HTTP/2 request's body has `timeoutMs` from its headers to its END_STREAM; then the stream is reset (CANCEL). A
+ * response that ended before its request did resets it with NO_ERROR, which tells the client to stop sending
+ * (RFC 9113 §8.1) without touching the connection's other streams.
+ */
+export function watchHttp2Body(stream: http2.ServerHttp2Stream, timeoutMs: number): void {
+  if (stream.endAfterHeaders) return;
+  const timer = setTimeout(() => {
+    if (!requestEnded(stream)) stream.close(NGHTTP2_CANCEL);
+  }, timeoutMs);
+  stream.once("close", () => clearTimeout(timer));
+}
+
+/** For a response served through the compatibility API: once it has ended, a request still sending is reset. */
+export function resetUnreadHttp2Body(res: http2.Http2ServerResponse): void {
+  res.once("finish", () => {
+    if (!res.stream.destroyed && !requestEnded(res.stream)) res.stream.close(NGHTTP2_NO_ERROR);
+  });
+}
+
+/**
+ * An HTTP/2 connection without a stream for `timeoutMs` (only the preface, or its last stream long done) is closed
+ * with GOAWAY; clients reconnect when they next need one.
+ */
+export function closeIdleSession(session: http2.ServerHttp2Session, timeoutMs: number): void {
+  let open = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const idle = (): void => {
+    timer = setTimeout(() => {
+      if (!session.closed && !session.destroyed) session.close();
+      // A client that ignores GOAWAY and holds the socket open goes too.
+      setTimeout(() => session.destroy(), timeoutMs).unref();
+    }, timeoutMs);
+  };
+  session.on("stream", (stream: http2.ServerHttp2Stream) => {
+    open++;
+    clearTimeout(timer);
+    stream.once("close", () => {
+      if (--open === 0 && !session.closed) idle();
+    });
+  });
+  session.once("close", () => clearTimeout(timer));
+  idle();
+}
+
+/** Whether the client has sent END_STREAM, read or not (readableEnded waits until the body is consumed). */
+function requestEnded(stream: http2.ServerHttp2Stream): boolean {
+  if (stream.destroyed) return true;
+  const state = stream.state.state;
+  return state === NGHTTP2_STREAM_STATE_HALF_CLOSED_REMOTE || state === NGHTTP2_STREAM_STATE_CLOSED;
+}
