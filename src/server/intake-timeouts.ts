@@ -11,14 +11,15 @@ const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR, NGHTTP2_STREAM_STATE_HALF_CLOSED_REMOT
 export function watchHttp1Body(req: http.IncomingMessage, res: http.ServerResponse, timeoutMs: number, answerTimeout: (res: http.ServerResponse) => void): void {
   const { socket } = req;
   const closeAfterResponse = (): void => void socket.end(() => socket.destroy());
-  const timer = setTimeout(() => {
+  const deadline = new BodyDeadline(timeoutMs, () => {
     if (req.complete) return;
     if (res.headersSent) return void socket.destroy();
     res.setHeader("connection", "close");
     answerTimeout(res);
     closeAfterResponse();
-  }, timeoutMs);
-  res.once("close", () => clearTimeout(timer));
+  });
+  deadlines.set(req, deadline);
+  res.once("close", () => deadline.clear());
   res.once("finish", () => {
     if (!req.complete) closeAfterResponse();
   });
@@ -31,10 +32,48 @@ export function watchHttp1Body(req: http.IncomingMessage, res: http.ServerRespon
  */
 export function watchHttp2Body(stream: http2.ServerHttp2Stream, timeoutMs: number): void {
   if (stream.endAfterHeaders) return;
-  const timer = setTimeout(() => {
+  const deadline = new BodyDeadline(timeoutMs, () => {
     if (!requestEnded(stream)) stream.close(NGHTTP2_CANCEL);
-  }, timeoutMs);
-  stream.once("close", () => clearTimeout(timer));
+  });
+  deadlines.set(stream, deadline);
+  stream.once("close", () => deadline.clear());
+}
+
+/**
+ * Gives an authenticated request's body `extraMs` more: a route that takes large bodies from known clients (stream
+ * uploads) extends the deadline in proportion to the size they declare, once it has checked who sends it.
+ */
+export function extendBodyDeadline(req: http.IncomingMessage | http2.Http2ServerRequest, extraMs: number): void {
+  deadlines.get("stream" in req ? req.stream : req)?.extend(extraMs);
+}
+
+const deadlines = new WeakMap<object, BodyDeadline>();
+
+class BodyDeadline {
+  private timer: NodeJS.Timeout;
+  private readonly due: number;
+  private extraMs = 0;
+  private cleared = false;
+
+  constructor(
+    timeoutMs: number,
+    private readonly expire: () => void,
+  ) {
+    this.due = performance.now() + timeoutMs;
+    this.timer = setTimeout(expire, timeoutMs);
+  }
+
+  extend(extraMs: number): void {
+    if (this.cleared) return;
+    this.extraMs += extraMs;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(this.expire, Math.max(0, this.due + this.extraMs - performance.now()));
+  }
+
+  clear(): void {
+    this.cleared = true;
+    clearTimeout(this.timer);
+  }
 }
 
 /** For a response served through the compatibility API: once it has ended, a request still sending is reset. */

@@ -187,6 +187,23 @@ describe("the intake", () => {
       }
     });
 
+    it("an authenticated stream upload gets time in proportion to its declared size", async () => {
+      const size = 256 * 1024; // 4 s more at the 64 KiB/s the deadline allows beyond the body timeout
+      const upload = rawConnection(server.port);
+      upload.socket.write(
+        `POST /api/agent/v1/streams HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${alice}\r\nconnection: close\r\ncontent-type: application/octet-stream\r\ncontent-length: ${size}\r\n\r\n`,
+      );
+      upload.socket.write(Buffer.alloc(size / 2, 1));
+      // An unauthenticated upload started with it is cut at the plain body deadline...
+      const stalled = rawConnection(server.port);
+      stalled.socket.write("POST /api/v1/greeter/streaming_chat HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{");
+      expect((await within(bodyTimeoutSeconds * 1000 + 10_000, stalled.answer(), "the unauthenticated upload is cut")).status).toBe(408);
+      // ...while the client's stream, past that deadline, may still finish.
+      upload.socket.write(Buffer.alloc(size / 2, 1));
+      const answer = await within(10_000, upload.answer(), "the stream upload is answered");
+      expect(answer.status, answer.body).toBe(201);
+    });
+
     it("headers dribbled past the headers timeout are answered 408 and the connection closed", async () => {
       const connection = rawConnection(server.port);
       const request = `GET /healthz HTTP/1.1\r\nhost: x\r\nx-slow: ${"a".repeat(200)}\r\n\r\n`;
@@ -275,6 +292,27 @@ describe("the intake", () => {
       expect(refused.head).toContain("retry-after: 1");
       expect(refused.head).toContain("connection: close");
       expect(errorInfo(JSON.parse(refused.body))).toMatchObject({ reason: "INTAKE_FULL", metadata: { category: "unavailable" } });
+
+      // gRPC is metered the same, on its fast path (unary) and through connect-node (streams).
+      for (const path of ["/dev.cognizant_ai.neuro_san.api.grpc.concierge.ConciergeService/List", "/dev.cognizant_ai.neuro_san.api.grpc.agent.AgentService/StreamingChat"]) {
+        const frame = Buffer.alloc(5 + 100 * 1024);
+        frame.writeUInt32BE(1_000_000, 1);
+        const session = http2.connect(roomy.url);
+        session.on("error", () => {});
+        try {
+          const stream = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers" }, { endStream: false });
+          stream.on("error", () => {});
+          stream.write(frame);
+          const answer: http2.IncomingHttpHeaders = {};
+          stream.once("response", (received) => Object.assign(answer, received));
+          stream.once("trailers", (received) => Object.assign(answer, received));
+          stream.resume();
+          await within(10_000, new Promise((resolve) => stream.once("close", resolve)), `${path} refused`);
+          expect(answer["grpc-status"], path).toBe("14");
+        } finally {
+          session.destroy();
+        }
+      }
 
       // Authenticated bodies are not counted against it.
       const submitted = await fetch(`${roomy.url}/api/agent/v1/operations`, {
