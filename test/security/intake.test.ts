@@ -140,20 +140,25 @@ describe("the intake", () => {
     it("every authenticated gRPC method over HTTP/2 answers UNAUTHENTICATED before the message, and the stream ends", async () => {
       for (const service of authenticatedServices) {
         for (const method of service.methods) {
-          const { headers } = await h2AnsweredBeforeBody(server.url, {
+          const { headers, rstCode } = await h2AnsweredBeforeBody(server.url, {
             ":method": "POST",
             ":path": `/${service.typeName}/${method.name}`,
             "content-type": "application/grpc",
             te: "trailers",
           });
           expect(headers["grpc-status"], method.name).toBe("16");
+          expect(rstCode, method.name).toBe(http2.constants.NGHTTP2_NO_ERROR);
         }
       }
     });
 
-    it("REST over HTTP/2 answers 401 before the body and resets the stream", async () => {
-      const { headers } = await h2AnsweredBeforeBody(server.url, { ":method": "POST", ":path": "/api/agent/v1/operations", "content-type": "application/json" });
-      expect(headers[":status"]).toBe(401);
+    it("REST, MCP and transfers over HTTP/2 answer 401 before the body and reset the stream", async () => {
+      for (const path of ["/api/agent/v1/operations", "/mcp", "/api/agent/v1/sealed-payloads"]) {
+        const { headers, rstCode } = await h2AnsweredBeforeBody(server.url, { ":method": "POST", ":path": path, "content-type": "application/json" });
+        expect(headers[":status"], path).toBe(401);
+        // NO_ERROR: reset as soon as the answer was out, not at the body deadline (CANCEL).
+        expect(rstCode, path).toBe(http2.constants.NGHTTP2_NO_ERROR);
+      }
     });
 
     it("malformed JSON without a token is 401, not 400", async () => {
