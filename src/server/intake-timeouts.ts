@@ -26,9 +26,8 @@ export function watchHttp1Body(req: http.IncomingMessage, res: http.ServerRespon
 }
 
 /**
- * An HTTP/2 request's body has `timeoutMs` from its headers to its END_STREAM; then the stream is reset (CANCEL). A
- * response that ended before its request did resets it with NO_ERROR, which tells the client to stop sending
- * (RFC 9113 §8.1) without touching the connection's other streams.
+ * An HTTP/2 request's body has `timeoutMs` from its headers to its END_STREAM; then the stream is reset (CANCEL),
+ * which leaves the connection's other streams alone.
  */
 export function watchHttp2Body(stream: http2.ServerHttp2Stream, timeoutMs: number): void {
   if (stream.endAfterHeaders) return;
@@ -76,7 +75,10 @@ class BodyDeadline {
   }
 }
 
-/** For a response served through the compatibility API: once it has ended, a request still sending is reset. */
+/**
+ * A response served through the compatibility API that ended before its request did resets the stream with NO_ERROR,
+ * which tells the client to stop sending (RFC 9113 §8.1). The gRPC fast path and connect-node do the same themselves.
+ */
 export function resetUnreadHttp2Body(res: http2.Http2ServerResponse): void {
   res.once("finish", () => {
     if (!res.stream.destroyed && !requestEnded(res.stream)) res.stream.close(NGHTTP2_NO_ERROR);

@@ -76,11 +76,14 @@ export function connectPipeline(pipeline: CallPipeline): {
       try {
         for await (const chunk of body) {
           tally ??= values.get(openCallKey)?.call.bodyTally(request);
-          tally?.add(chunk.byteLength);
+          try {
+            tally?.add(chunk.byteLength);
+          } catch (error) {
+            // connect-node answers a ConnectError as it is; anything else would become INTERNAL.
+            throw toConnectError(error);
+          }
           yield chunk;
         }
-      } catch (error) {
-        throw toConnectError(error);
       } finally {
         tally?.release();
       }
