@@ -9,6 +9,7 @@ import type { AxonReady } from "./serve-axon.js";
 import { printStartUp } from "./start.js";
 import type { BaselinesReady, CannedResponses } from "./serve-baselines.js";
 import { startServerProcess, type ServerProcess } from "./server-process.js";
+import { IntakeBudget } from "../src/server/intake-budget.js";
 
 /*
  * `npm run bench`: ConciergeService.List on Axon against the servers its users would otherwise write, over gRPC, REST
@@ -250,6 +251,7 @@ async function printObservationCost(): Promise<void> {
       metrics: new Metrics(),
       authenticate: () => undefined,
       forwardedMetadata: ["request_id", "user_id"],
+      intake: new IntakeBudget(64 * 1024 * 1024),
     });
     const header = (): string | undefined => undefined;
     const before = process.cpuUsage();

@@ -28,6 +28,14 @@ export interface Config {
   mcpInfoFile: string | undefined;
   /** Largest request body or message accepted, in bytes. */
   maxRequestBytes: number;
+  /** How long a connection may take to send a request's headers (and its first byte). */
+  headersTimeoutSeconds: number;
+  /** How long a request may take to send its whole body once its headers are in; then 408 (HTTP/1.1) or a reset. */
+  bodyTimeoutSeconds: number;
+  /** How long an HTTP/2 connection may stay open without a stream. */
+  idleTimeoutSeconds: number;
+  /** Bytes of unauthenticated request bodies held in memory at once, across all connections; past it, 503. */
+  unauthenticatedBodyBytes: number;
   /** Keep-alive AGENT_PROGRESS on idle MAXIMAL streams after this many seconds; 0 = off. */
   heartbeatSeconds: number;
   /** How long in-flight streams may run after SIGTERM before they are cancelled. */
@@ -62,6 +70,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = p
     mcpInfoFile: optionalPath(projectRoot, env.AGENT_MCP_INFO_FILE || env.MCP_SERVERS_INFO_FILE),
     logLevel: env.LOG_LEVEL ?? "info",
     maxRequestBytes: integer(env, "AXON_MAX_REQUEST_BYTES", 4 * 1024 * 1024),
+    headersTimeoutSeconds: integer(env, "AXON_HEADERS_TIMEOUT_SECONDS", 20, 1),
+    bodyTimeoutSeconds: integer(env, "AXON_BODY_TIMEOUT_SECONDS", 30, 1),
+    idleTimeoutSeconds: integer(env, "AXON_IDLE_TIMEOUT_SECONDS", 60, 1),
+    unauthenticatedBodyBytes: integer(env, "AXON_UNAUTHENTICATED_BODY_BYTES", 64 * 1024 * 1024, 1),
     shutdownGraceSeconds: integer(env, "AXON_SHUTDOWN_GRACE_SECONDS", 10),
     heartbeatSeconds: integer(env, "AGENT_HEARTBEAT_SECONDS", 0),
     replicaLeaseSeconds: integer(env, "AXON_REPLICA_LEASE_SECONDS", 15, 1),

@@ -4,6 +4,7 @@ import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { PrincipalSet } from "../auth/principals.js";
 import { authenticated } from "../server/authenticate.js";
+import { leavesUnreadBody, requestOrigin } from "../server/http-request.js";
 import type { HttpRequest, HttpResponse } from "../server/listener.js";
 import { writeStatusError } from "../server/rest/http-response.js";
 import { toConnectError } from "../server/status.js";
@@ -26,13 +27,6 @@ export interface McpHandler {
 export const mcpPath = "/mcp";
 
 /**
- * The origin of the Request handed to the SDK, which reads its URL for nothing but `requestInfo`. Never the client's
- * Host: `[` or `x:99999` make `new Request` throw, `evil/x?` would change the path the SDK sees. Nor is Host checked
- * against a list: DNS rebinding needs a server that answers without credentials, and every call here needs a secret.
- */
-const requestOrigin = "http://localhost";
-
-/**
  * Streamable HTTP at `/mcp`, stateless: every POST gets its own MCP server and transport for the client its bearer
  * secret names, and a JSON answer. No sessions means nothing to share between replicas and nothing to expire.
  */
@@ -47,7 +41,7 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
         clientId = authenticated(options.clients, req.headers.authorization ?? null).name;
       } catch (error) {
         const status = toConnectError(error);
-        writeStatusError(res, status, { headers: status.metadata });
+        writeStatusError(res, status, { headers: status.metadata, close: leavesUnreadBody(req) });
         return true;
       }
       // Stateless: there is no stream to resume (GET) and no session to end (DELETE).
@@ -99,5 +93,7 @@ function toWebRequest(req: HttpRequest, signal: AbortSignal): Request {
     duplex: "half",
     ...(req.method === "POST" ? { body: Readable.toWeb(req as Readable) as ReadableStream } : {}),
   };
+  // The SDK reads the URL for nothing but `requestInfo`, on the server's fixed origin. Host is not checked against a
+  // list either: DNS rebinding needs a server that answers without credentials, and every call here needs a secret.
   return new Request(new URL(req.url ?? mcpPath, requestOrigin), init);
 }

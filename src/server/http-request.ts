@@ -19,8 +19,15 @@ export function toHeaders(headers: RequestHeaders): Headers {
   return result;
 }
 
-export function urlOf(headers: RequestHeaders, path: string): string {
-  return `http://${headerIn(headers, ":authority") ?? headerIn(headers, "host") ?? "localhost"}${path}`;
+/**
+ * The origin of every request URL the server builds. Never the client's Host: it is input like any other, `[` or
+ * `x:99999` make `new URL` throw, and `evil/x?` would change the path a parser sees.
+ */
+export const requestOrigin = "http://localhost";
+
+/** The URL an implementation sees (HandlerContext.url): the request's path on the fixed origin. */
+export function urlOf(path: string): string {
+  return `${requestOrigin}${path}`;
 }
 
 /** "close" before "finish" means the client went away: the call is cancelled, like a reset gRPC stream. */

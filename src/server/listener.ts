@@ -1,6 +1,7 @@
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
+import { closeIdleSession, resetUnreadHttp2Body, watchHttp1Body, watchHttp2Body } from "./intake-timeouts.js";
 
 /**
  * Connections the kernel may hold before they are accepted. Node's default (511) overflows when a thousand clients
@@ -23,8 +24,14 @@ export interface ListenerOptions {
   host: string;
   /** HTTP/2 streams meet this before the request handler. */
   onHttp2Stream?: Http2StreamHandler;
-  /** A socket that sends nothing never reaches http's own timeouts behind the peek: give it its own. */
-  firstByteTimeoutMs?: number;
+  /** From the first byte to the end of a request's headers; also how long a socket may send nothing at all. */
+  headersTimeoutMs?: number;
+  /** From a request's headers to the end of its body. */
+  bodyTimeoutMs?: number;
+  /** How long an HTTP/2 connection may stay open without a stream. */
+  idleTimeoutMs?: number;
+  /** Writes the 408 for an HTTP/1.1 body that did not arrive in time (the connection is closed after it). */
+  answerBodyTimeout?: (res: http.ServerResponse) => void;
   maxHeaderBytes?: number;
 }
 
@@ -43,7 +50,25 @@ export interface Listener {
  */
 export async function listen(handler: RequestHandler, options: ListenerOptions): Promise<Listener> {
   const maxHeaderSize = options.maxHeaderBytes ?? 16 * 1024;
-  const http1Server = http.createServer({ maxHeaderSize, requestTimeout: 0, headersTimeout: 30_000, keepAliveTimeout: 5_000 }, handler);
+  const headersTimeoutMs = options.headersTimeoutMs ?? 20_000;
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? 30_000;
+  const idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
+  const answerBodyTimeout = options.answerBodyTimeout ?? ((res: http.ServerResponse) => void res.writeHead(408).end());
+  const http1Server = http.createServer(
+    {
+      maxHeaderSize,
+      // Bodies have their own deadline (watchHttp1Body), which a slow response never trips.
+      requestTimeout: 0,
+      headersTimeout: headersTimeoutMs,
+      // How often http looks for connections past headersTimeout: often enough that the timeout means what it says.
+      connectionsCheckingInterval: Math.min(1_000, headersTimeoutMs / 2),
+      keepAliveTimeout: 5_000,
+    },
+    (req, res) => {
+      watchHttp1Body(req, res, bodyTimeoutMs, answerBodyTimeout);
+      handler(req, res);
+    },
+  );
   // This server never listens itself (the peeking TCP server hands it sockets), but "listening" is what starts
   // its connection tracking: headersTimeout/requestTimeout and closeIdleConnections depend on it.
   http1Server.emit("listening");
@@ -51,9 +76,13 @@ export async function listen(handler: RequestHandler, options: ListenerOptions):
   // that only builds the compatibility request and response (it never listens nor owns a session).
   const http2Options = { maxSendHeaderBlockLength: maxHeaderSize, settings: { maxHeaderListSize: maxHeaderSize } };
   const http2Server = http2.createServer(http2Options);
-  const http2Compat = http2.createServer(http2Options, handler);
+  const http2Compat = http2.createServer(http2Options, (req, res) => {
+    resetUnreadHttp2Body(res);
+    handler(req, res);
+  });
   const onHttp2Stream = options.onHttp2Stream ?? (() => false);
   http2Server.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) => {
+    watchHttp2Body(stream, bodyTimeoutMs);
     if (!onHttp2Stream(stream, headers)) http2Compat.emit("stream", stream, headers, flags, rawHeaders);
   });
   const sockets = new Set<net.Socket>();
@@ -63,8 +92,8 @@ export async function listen(handler: RequestHandler, options: ListenerOptions):
   http2Server.on("session", (session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
+    closeIdleSession(session, idleTimeoutMs);
   });
-  const firstByteTimeoutMs = options.firstByteTimeoutMs ?? 10_000;
 
   // http.Server sets TCP_NODELAY on sockets it accepts itself; these it is handed, so say it here: streamed
   // messages are small writes that Nagle's algorithm would hold back for the peer's acknowledgement.
@@ -76,7 +105,7 @@ export async function listen(handler: RequestHandler, options: ListenerOptions):
       undecided.delete(socket);
     });
     socket.on("error", () => socket.destroy());
-    socket.setTimeout(firstByteTimeoutMs, () => socket.destroy());
+    socket.setTimeout(headersTimeoutMs, () => socket.destroy());
     peek(socket, (head, isHttp2) => {
       undecided.delete(socket);
       socket.setTimeout(0);

@@ -3,6 +3,7 @@ import type * as http2 from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { AxonError, invalidArgument } from "../errors.js";
 import { gunzipBounded } from "./compression.js";
+import type { BodyTally } from "./intake-budget.js";
 
 export type IncomingRequest = http.IncomingMessage | http2.Http2ServerRequest;
 
@@ -11,10 +12,11 @@ export const requestTooLargeReason = "REQUEST_TOO_LARGE";
 
 /**
  * Reads the whole body, refusing more than `maxBytes`: at once from Content-Length, else as soon as the count passes
- * it. A gzip body (where the protocol allows one) is inflated within the same limit. It listens for events rather than
- * iterating, because leaving a for-await destroys the request and with it the socket the refusal must still go out on.
+ * it. A gzip body (where the protocol allows one) is inflated within the same limit. An unauthenticated body counts
+ * against the intake budget (`tally`) while it is read. It listens for events rather than iterating, because leaving a
+ * for-await destroys the request and with it the socket the refusal must still go out on.
  */
-export async function readRequestBody(req: IncomingRequest, maxBytes: number, options: { allowGzip?: boolean } = {}): Promise<Uint8Array> {
+export async function readRequestBody(req: IncomingRequest, maxBytes: number, options: { allowGzip?: boolean; tally?: BodyTally | undefined } = {}): Promise<Uint8Array> {
   const encoding = req.headers["content-encoding"]?.toLowerCase();
   const gzipped = encoding === "gzip" && options.allowGzip === true;
   if (encoding !== undefined && encoding !== "identity" && !gzipped) {
@@ -24,21 +26,24 @@ export async function readRequestBody(req: IncomingRequest, maxBytes: number, op
   }
   const declared = Number(req.headers["content-length"]);
   if (Number.isFinite(declared) && declared > maxBytes) throw requestTooLarge(maxBytes);
-  const body = req.readableEnded ? new Uint8Array(0) : await readBounded(req, maxBytes);
+  const body = req.readableEnded ? new Uint8Array(0) : await readBounded(req, maxBytes, options.tally);
   return gzipped ? gunzipBounded(body, maxBytes) : body;
 }
 
-function readBounded(req: IncomingRequest, maxBytes: number): Promise<Buffer> {
+function readBounded(req: IncomingRequest, maxBytes: number, tally: BodyTally | undefined): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const onData = (chunk: Buffer | string): void => {
       const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
       size += bytes.byteLength;
-      if (size > maxBytes) {
+      try {
+        if (size > maxBytes) throw requestTooLarge(maxBytes);
+        tally?.add(bytes.byteLength);
+      } catch (error) {
         stop();
         req.pause();
-        reject(requestTooLarge(maxBytes));
+        reject(error);
         return;
       }
       chunks.push(bytes);
@@ -56,6 +61,7 @@ function readBounded(req: IncomingRequest, maxBytes: number): Promise<Buffer> {
       reject(new ConnectError("request body could not be read", Code.Canceled, undefined, undefined, error));
     };
     const stop = (): void => {
+      tally?.release();
       req.off("data", onData);
       req.off("end", onEnd);
       req.off("close", onClose);
@@ -69,8 +75,9 @@ function readBounded(req: IncomingRequest, maxBytes: number): Promise<Buffer> {
 }
 
 export function requestTooLarge(maxBytes: number): AxonError {
+  // The sender's mistake, not a quota: category rejected (ResourceExhausted alone would say rate_limited).
   return new AxonError(Code.ResourceExhausted, requestTooLargeReason, "request body too large", {
-    metadata: { max_bytes: String(maxBytes) },
+    metadata: { category: "rejected", max_bytes: String(maxBytes) },
   });
 }
 

@@ -1,21 +1,19 @@
 import { setMaxListeners } from "node:events";
 import { Code, ConnectError, createConnectRouter, createContextValues } from "@connectrpc/connect";
-import {
-  compressionBrotli,
-  compressionGzip,
-  universalRequestFromNodeRequest,
-  universalResponseToNodeResponse,
-} from "@connectrpc/connect-node";
-import type { UniversalHandler } from "@connectrpc/connect/protocol";
+import { compressionBrotli, compressionGzip, universalResponseToNodeResponse } from "@connectrpc/connect-node";
+import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import type { Config } from "../config.js";
-import { notFound } from "../errors.js";
+import { AxonError, notFound } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { McpHandler } from "../mcp/http-transport.js";
 import { serviceAuthenticator } from "./authenticate.js";
+import { connectNodeRequest } from "./connect/node-request.js";
 import { connectUnaryRoute } from "./connect/unary-call.js";
 import { pathAgentNameKey, protocolKey, type Protocol } from "./context.js";
 import { restServices } from "./descriptors.js";
+import { leavesUnreadBody } from "./http-request.js";
 import { grpcUnaryRoute } from "./grpc/unary-call.js";
+import { IntakeBudget } from "./intake-budget.js";
 import { listen, type HttpRequest, type HttpResponse, type Listener } from "./listener.js";
 import { Metrics } from "./metrics.js";
 import { serveOperatorEvents } from "./operator-events.js";
@@ -63,6 +61,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
     metrics,
     authenticate: serviceAuthenticator(options.operations.principals),
     forwardedMetadata: config.forwardedRequestMetadata,
+    intake: new IntakeBudget(config.unauthenticatedBodyBytes),
   });
   const implementations = serviceImplementations(options);
   const methods = new RpcMethods(implementations);
@@ -137,7 +136,8 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
       values.set(protocolKey, protocolOf(req.headers["content-type"]));
       if (rpc.pathAgentName !== undefined) values.set(pathAgentNameKey, rpc.pathAgentName);
       const connectHandler = connectHandlers.get(requestPath(rpc.spec.method))!;
-      const response = await refuseUndecodable(await connectHandler(universalRequestFromNodeRequest(req, res, undefined, values)));
+      const request = connectNodeRequest(req, res, values, (body) => adapter.meteredBody(values, req, body));
+      const response = closingUnreadBody(req, await refuseUndecodable(await connectHandler(request)));
       await universalResponseToNodeResponse(response, res);
       return adapter.finishRefused(values, response);
     }
@@ -162,7 +162,13 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
 
   const listenOn = [config.httpPort, config.grpcPort].filter((port, index) => index === 0 || port > 0);
   const listeners: Listener[] = [];
-  for (const port of listenOn) listeners.push(await listen(handler, { port, host: config.host, onHttp2Stream }));
+  const intakeTimeouts = {
+    headersTimeoutMs: config.headersTimeoutSeconds * 1000,
+    bodyTimeoutMs: config.bodyTimeoutSeconds * 1000,
+    idleTimeoutMs: config.idleTimeoutSeconds * 1000,
+    answerBodyTimeout: (res: HttpResponse) => writeStatusError(res, toConnectError(bodyTimedOut(config.bodyTimeoutSeconds)), { status: 408 }),
+  };
+  for (const port of listenOn) listeners.push(await listen(handler, { port, host: config.host, onHttp2Stream, ...intakeTimeouts }));
 
   return {
     ports: listeners.map((listener) => listener.port),
@@ -174,6 +180,23 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
       await Promise.all(listeners.map((listener) => listener.close(graceMs, cancelStreams)));
     },
   };
+}
+
+/**
+ * A call connect-node answered before reading its body (refused on its headers) closes its HTTP/1.1 connection:
+ * without `Connection: close`, connect-node reads up to 256 KiB of the body before it sends the answer.
+ */
+function closingUnreadBody(req: HttpRequest, response: UniversalServerResponse): UniversalServerResponse {
+  if (!leavesUnreadBody(req)) return response;
+  const header = new Headers(response.header);
+  header.set("connection", "close");
+  return { ...response, header };
+}
+
+function bodyTimedOut(seconds: number): AxonError {
+  return new AxonError(Code.DeadlineExceeded, "REQUEST_BODY_TIMEOUT", "the request body did not arrive in time", {
+    metadata: { timeout_seconds: String(seconds) },
+  });
 }
 
 function protocolOf(contentType: string | undefined): Protocol {

@@ -5,11 +5,14 @@ import type { Logger } from "../logger.js";
 import { MAX_SEALED_BYTES, payloadTooLarge } from "../operations/transfers/sealed-payloads.js";
 import type { Transfers } from "../operations/transfers/transfers.js";
 import { authenticated } from "./authenticate.js";
+import { extendBodyDeadline } from "./intake-timeouts.js";
 import type { HttpRequest, HttpResponse } from "./listener.js";
 import { writeJson } from "./rest/http-response.js";
 import { httpStatusOf, isExpected, statusJson, toConnectError } from "./status.js";
 
 const sealedPayloadsPath = "/api/agent/v1/sealed-payloads";
+/** The slowest a client's stream upload may arrive, past the body timeout every request has. */
+const uploadBytesPerSecond = 64 * 1024;
 const streamsPath = "/api/agent/v1/streams";
 const streamPath = /^\/api\/agent\/v1\/streams\/([^/]+)$/;
 
@@ -59,6 +62,8 @@ export function createTransferRoutes(options: { transfers: Transfers; clients: P
     if (declared === undefined) {
       throw invalidArgument("LENGTH_REQUIRED", "a stream upload needs a Content-Length", [{ field: "Content-Length", description: "the size of the body in bytes" }]);
     }
+    // A stream may be far larger than an RPC body: its known sender gets time in proportion to what it declares.
+    extendBodyDeadline(req, (declared / uploadBytesPerSecond) * 1000);
     const receipt = await transfers.streams.upload(clientId, declared, bodyOf(req));
     writeJson(res, 201, { id: receipt.id, transfer_id: receipt.transferId, size: receipt.size, sha256: receipt.sha256 });
   }

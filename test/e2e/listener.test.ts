@@ -45,7 +45,7 @@ describe("the listener", () => {
   });
 
   it("closes a connection that sends nothing", async () => {
-    const listener = await listen(() => {}, { port: 0, host: "127.0.0.1", firstByteTimeoutMs: 200 });
+    const listener = await listen(() => {}, { port: 0, host: "127.0.0.1", headersTimeoutMs: 200 });
     const socket = net.connect(listener.port, "127.0.0.1");
     const closedAfter = await new Promise<number>((resolve) => {
       const started = performance.now();

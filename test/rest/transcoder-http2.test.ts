@@ -12,6 +12,7 @@ import { CallPipeline } from "../../src/server/pipeline/call-pipeline.js";
 import { createRestTranscoder } from "../../src/server/rest/transcoder.js";
 import { implement } from "../../src/server/routes.js";
 import { RpcMethods } from "../../src/server/rpc-methods.js";
+import { IntakeBudget } from "../../src/server/intake-budget.js";
 
 // The listener hands HTTP/2 (h2c) connections to an http2 server with the same handler: the
 // transcoder must speak through the HTTP/2 compatibility response just as well.
@@ -32,7 +33,7 @@ beforeAll(async () => {
   const transcoder = createRestTranscoder({
     services: [AgentService],
     methods: new RpcMethods([implement(AgentService, agents)]),
-    pipeline: new CallPipeline({ logger: createLogger("silent"), metrics: new Metrics(), authenticate: () => undefined, forwardedMetadata: [] }),
+    pipeline: new CallPipeline({ logger: createLogger("silent"), metrics: new Metrics(), authenticate: () => undefined, forwardedMetadata: [], intake: new IntakeBudget(64 * 1024 * 1024) }),
     maxRequestBytes: 1024,
     shutdownSignal: new AbortController().signal,
   });

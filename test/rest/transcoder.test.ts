@@ -16,6 +16,7 @@ import { implement } from "../../src/server/routes.js";
 import { RpcMethods } from "../../src/server/rpc-methods.js";
 import { answerBeforeBody } from "../support/early-answer.js";
 import { libraryService } from "./library-service.js";
+import { IntakeBudget } from "../../src/server/intake-budget.js";
 
 const maxRequestBytes = 2048;
 const known = new Set(["math_guy", "hello_world"]);
@@ -92,6 +93,7 @@ beforeAll(async () => {
       throw new AxonError(Code.Unauthenticated, "UNAUTHENTICATED", "a valid bearer secret is required");
     },
     forwardedMetadata: ["request_id", "user_id"],
+    intake: new IntakeBudget(64 * 1024 * 1024),
   });
   const transcoder = createRestTranscoder({
     services: [ConciergeService, AgentService, library],

@@ -16,6 +16,7 @@ import { RpcMethods } from "../../src/server/rpc-methods.js";
 import { answerBeforeBody } from "../support/early-answer.js";
 import { until } from "../support/wait.js";
 import { instrumentedAgentService, type Seen } from "./instrumented-agent-service.js";
+import { IntakeBudget } from "../../src/server/intake-budget.js";
 
 // The Connect unary fast path on its own, over a real listener (HTTP/1.1 and h2c) and real connect-node clients.
 const maxRequestBytes = 4096;
@@ -38,6 +39,7 @@ beforeAll(async () => {
       throw new AxonError(Code.Unauthenticated, "UNAUTHENTICATED", "a valid bearer secret is required", { metadata: { category: "authentication" } });
     },
     forwardedMetadata: ["request_id", "user_id"],
+    intake: new IntakeBudget(64 * 1024 * 1024),
   });
   const connectUnary = connectUnaryRoute({ pipeline, maxRequestBytes, shutdownSignal: new AbortController().signal });
   listener = await listen(

@@ -19,6 +19,7 @@ import { AgentServiceClient, FunctionRequest, FunctionResponse } from "../gen/ne
 import { ConciergeServiceClient, ConciergeRequest, ConciergeResponse } from "../gen/neuro_san/api/grpc/concierge.js";
 import { until } from "../support/wait.js";
 import { instrumentedAgentService, type Seen } from "./instrumented-agent-service.js";
+import { IntakeBudget } from "../../src/server/intake-budget.js";
 
 // The gRPC fast path on its own, over a real listener and real grpc-js clients, with implementations that can hang,
 // fail and report what they saw.
@@ -43,6 +44,7 @@ async function fastPathListener(shutdown: AbortSignal): Promise<Listener> {
       throw new AxonError(Code.Unauthenticated, "UNAUTHENTICATED", "a valid bearer secret is required", { metadata: { category: "authentication" } });
     },
     forwardedMetadata: ["request_id", "user_id"],
+    intake: new IntakeBudget(64 * 1024 * 1024),
   });
   const onHttp2Stream = grpcUnaryRoute(methods, { pipeline, maxRequestBytes, shutdownSignal: shutdown });
   return listen((_req, res) => res.writeHead(404).end(), { port: 0, host: "127.0.0.1", onHttp2Stream });

@@ -78,7 +78,7 @@ async function serveConnectUnary(req: IncomingRequest, res: HttpResponse, target
   });
   onClientGone(res, (reason) => context.abort(reason));
   try {
-    const request = decode(method.input, codec, await readRequestBody(req, options.maxRequestBytes, { allowGzip: true }));
+    const request = decode(method.input, codec, await readRequestBody(req, options.maxRequestBytes, { allowGzip: true, tally: call.bodyTally(req) }));
     const response = await context.unary(request);
     let body: Uint8Array = codec === "proto" ? toBinary(method.output, response) : Buffer.from(JSON.stringify(toJson(method.output, response, { registry: typeRegistry })));
     const gzipped = acceptsGzip(header("accept-encoding")) && body.byteLength >= compressMinBytes;

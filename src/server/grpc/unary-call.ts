@@ -86,15 +86,18 @@ function serveGrpcUnary(stream: http2.ServerHttp2Stream, headers: http2.Incoming
     if (!context.isAnswered) context.abort(new ConnectError("the client cancelled the call", Code.Canceled));
   });
   const reader = new UnaryMessageReader(options.maxRequestBytes, header("grpc-encoding") === "gzip" ? "gzip" : "identity");
+  const tally = call.bodyTally(stream);
   stream.on("data", (chunk: Buffer) => {
     if (context.isAnswered) return;
     try {
+      tally?.add(chunk.byteLength);
       reader.push(chunk);
     } catch (error) {
       context.fail(error);
     }
   });
   stream.once("end", () => {
+    tally?.release();
     if (!context.isAnswered) answer().catch((error: unknown) => context.fail(error));
   });
 

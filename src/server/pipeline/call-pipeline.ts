@@ -3,6 +3,7 @@ import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, createContextValues, type ConnectError, type ContextValues } from "@connectrpc/connect";
 import type { Logger } from "../../logger.js";
 import type { ServiceAuthenticator } from "../authenticate.js";
+import type { BodyTally, ClosingRequest, IntakeBudget } from "../intake-budget.js";
 import { pathAgentNameKey, principalKey, protocolKey, requestIdKey, requestMetadataKey, type Protocol } from "../context.js";
 import { okCode, type Metrics, type RouteMetrics } from "../metrics.js";
 import { errorInfoOf, isExpected, toConnectError } from "../status.js";
@@ -25,12 +26,15 @@ export interface CallPipelineOptions {
   authenticate: ServiceAuthenticator;
   /** AGENT_FORWARDED_REQUEST_METADATA: headers copied into the call's metadata. */
   forwardedMetadata: readonly string[];
+  /** Where the bodies of unauthenticated calls are counted while they are read. */
+  intake: IntakeBudget;
 }
 
 /**
  * The one pipeline every RPC meets, whatever carried it (gRPC, Connect, gRPC-Web, REST): it names the call (request id,
- * forwarded metadata), authenticates it, and when it ends maps its error to google.rpc.Status, counts it and writes its
- * one log line. Transports only frame: they call `begin` as soon as the headers are in, and `finish` once.
+ * forwarded metadata), authenticates it, meters an unauthenticated call's body, and when it ends maps its error to
+ * google.rpc.Status, counts it and writes its one log line. Transports only frame: they call `begin` as soon as the
+ * headers are in, `bodyTally` before they read the body, and `finish` once.
  */
 export class CallPipeline {
   private readonly routes = new Map<DescMethod, Map<Protocol, BoundRoute>>();
@@ -59,7 +63,7 @@ export class CallPipeline {
     values.set(requestIdKey, requestId);
     values.set(requestMetadataKey, metadata);
 
-    const call = new Call(this.options.logger, this.bound(start.method, start.protocol), start.protocol, requestId, values);
+    const call = new Call(this.options.logger, this.bound(start.method, start.protocol), start.protocol, requestId, values, this.options.intake);
     try {
       const principal = this.options.authenticate(start.method.parent, start.header("authorization"));
       if (principal) values.set(principalKey, principal);
@@ -105,7 +109,16 @@ export class Call {
     readonly requestId: string,
     /** What the implementation reads from its HandlerContext: principal, request id, metadata, protocol. */
     readonly values: ContextValues,
+    private readonly intake: IntakeBudget,
   ) {}
+
+  /**
+   * Where the transport counts the body of `request` as it reads it: the intake budget for a caller without a
+   * principal (an open service), nothing for an authenticated one.
+   */
+  bodyTally(request: ClosingRequest): BodyTally | undefined {
+    return this.values.get(principalKey) === undefined ? this.intake.tally(request) : undefined;
+  }
 
   /** A server stream has started: it counts as in flight until it finishes. */
   streamStarted(): void {

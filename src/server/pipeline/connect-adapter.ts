@@ -2,6 +2,8 @@ import { Code, ConnectError, createContextKey, type ContextValues, type HandlerC
 import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { codeFromHttpStatus } from "@connectrpc/connect/protocol-connect";
 import { protocolKey } from "../context.js";
+import { toConnectError } from "../status.js";
+import type { BodyTally, ClosingRequest } from "../intake-budget.js";
 import type { Call, CallPipeline } from "./call-pipeline.js";
 
 interface OpenCall {
@@ -22,6 +24,8 @@ export function connectPipeline(pipeline: CallPipeline): {
   interceptor: Interceptor;
   /** After the response went out: finishes a call connect-node refused before any interceptor ran (a bad body, say). */
   finishRefused: (values: ContextValues, response: UniversalServerResponse) => void;
+  /** The body connect-node reads, counted against the intake budget when the gate found no principal. */
+  meteredBody: (values: ContextValues, request: ClosingRequest, body: AsyncIterable<Uint8Array>) => AsyncIterable<Uint8Array>;
 } {
   return {
     requestGate(context) {
@@ -64,6 +68,25 @@ export function connectPipeline(pipeline: CallPipeline): {
           }
         })(),
       };
+    },
+
+    async *meteredBody(values, request, body) {
+      // The gate has run before connect-node reads the first chunk: the call knows its principal by then.
+      let tally: BodyTally | undefined;
+      try {
+        for await (const chunk of body) {
+          tally ??= values.get(openCallKey)?.call.bodyTally(request);
+          try {
+            tally?.add(chunk.byteLength);
+          } catch (error) {
+            // connect-node answers a ConnectError as it is; anything else would become INTERNAL.
+            throw toConnectError(error);
+          }
+          yield chunk;
+        }
+      } finally {
+        tally?.release();
+      }
     },
 
     finishRefused(values, response) {

@@ -65,7 +65,7 @@ export class DirectCall implements HandlerContext {
   }
 
   get url(): string {
-    return urlOf(this.init.headers, this.init.path);
+    return urlOf(this.init.path);
   }
 
   timeoutMs = (): number | undefined => (this.deadline === undefined ? undefined : this.deadline - performance.now());

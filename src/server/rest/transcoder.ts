@@ -3,7 +3,7 @@ import { Code, ConnectError, type MethodImplSpec } from "@connectrpc/connect";
 import { httpStatusKey, streamStartKey } from "../context.js";
 import { parseConnectTimeout } from "../deadlines.js";
 import { typeRegistry } from "../descriptors.js";
-import { headerIn, leavesUnreadBody, onClientGone } from "../http-request.js";
+import { headerIn, leavesUnreadBody, onClientGone, requestOrigin } from "../http-request.js";
 import type { Call, CallPipeline } from "../pipeline/call-pipeline.js";
 import { DirectCall } from "../pipeline/direct-call.js";
 import { readRequestBody, type IncomingRequest } from "../request-body.js";
@@ -45,7 +45,8 @@ export function createRestTranscoder(options: RestTranscoderOptions): RestTransc
   const specs = new Map(routes.map((route) => [route.method, implementationOf(options.methods, route)]));
 
   async function handle(req: IncomingRequest, res: ResponseSink): Promise<boolean> {
-    const url = new URL(req.url ?? "/", "http://localhost");
+    const url = pathUrl(req.url ?? "/");
+    if (url === undefined) return false;
     const match = findRoute(routes, req.method ?? "GET", url.pathname);
     if (match.kind === "none") return false;
     if (match.kind === "wrong-method") {
@@ -94,7 +95,7 @@ export function createRestTranscoder(options: RestTranscoderOptions): RestTransc
       context.abort(reason);
     });
     try {
-      const body = route.body === "" ? undefined : parseJsonText(await readRequestBody(req, options.maxRequestBytes));
+      const body = route.body === "" ? undefined : parseJsonText(await readRequestBody(req, options.maxRequestBytes, { tally: call.bodyTally(req) }));
       const request = buildRequestMessage(route, { variables, query: url.searchParams, body });
       if (route.method.methodKind === "server_streaming") {
         writer = new JsonLinesWriter(res, clientGone.signal);
@@ -142,6 +143,19 @@ async function streamJsonLines(route: RestRoute, context: DirectCall, call: Call
   // A stream that ended cleanly is a 200 even when it carried no message.
   if (!context.isAnswered) start();
   if (context.succeed()) writer.end();
+}
+
+/**
+ * The request target on the server's fixed origin, never on the client's Host; undefined for a target that is not a
+ * path (absolute-form, `*`), which names no route.
+ */
+function pathUrl(target: string): URL | undefined {
+  if (!target.startsWith("/")) return undefined;
+  try {
+    return new URL(`${requestOrigin}${target}`);
+  } catch {
+    return undefined;
+  }
 }
 
 function implementationOf(methods: RpcMethods, route: RestRoute): MethodImplSpec {

@@ -1,0 +1,134 @@
+import type http from "node:http";
+import http2 from "node:http2";
+
+const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR, NGHTTP2_STREAM_STATE_HALF_CLOSED_REMOTE, NGHTTP2_STREAM_STATE_CLOSED } = http2.constants;
+
+/**
+ * An HTTP/1.1 request's body has `timeoutMs` from its headers to its last byte: a stalled or dribbling upload is
+ * answered 408 (by `answerTimeout`) and its connection closed. A response that went out before the body was read
+ * closes the connection too: the rest of the body would only be read to be dropped. A request without a body costs
+ * nothing here.
+ */
+export function watchHttp1Body(req: http.IncomingMessage, res: http.ServerResponse, timeoutMs: number, answerTimeout: (res: http.ServerResponse) => void): void {
+  if (!declaresBody(req.headers)) return;
+  const { socket } = req;
+  const closeAfterResponse = (): void => void socket.end(() => socket.destroy());
+  track(req, timeoutMs, {
+    ended: () => req.complete,
+    expire: () => {
+      if (res.headersSent) return void socket.destroy();
+      res.setHeader("connection", "close");
+      answerTimeout(res);
+      closeAfterResponse();
+    },
+  });
+  res.once("close", () => bodies.delete(req));
+  res.once("finish", () => {
+    if (!req.complete) closeAfterResponse();
+  });
+}
+
+/**
+ * An HTTP/2 request's body has `timeoutMs` from its headers to its END_STREAM; then the stream is reset (CANCEL),
+ * which leaves the connection's other streams alone.
+ */
+export function watchHttp2Body(stream: http2.ServerHttp2Stream, timeoutMs: number): void {
+  if (stream.endAfterHeaders) return;
+  track(stream, timeoutMs, { ended: () => requestEnded(stream), expire: () => stream.close(NGHTTP2_CANCEL) });
+  stream.once("close", () => bodies.delete(stream));
+}
+
+/**
+ * Gives an authenticated request's body `extraMs` more: a route that takes large bodies from known clients (stream
+ * uploads) extends the deadline in proportion to the size they declare, once it has checked who sends it.
+ */
+export function extendBodyDeadline(req: http.IncomingMessage | http2.Http2ServerRequest, extraMs: number): void {
+  const body = bodies.get("stream" in req ? req.stream : req);
+  if (body) body.due += extraMs;
+}
+
+interface ArrivingBody {
+  due: number;
+  ended(): boolean;
+  expire(): void;
+}
+
+/**
+ * Request bodies still arriving, by request (or HTTP/2 stream), each with its deadline. One sweep looks them over
+ * while there are any, rather than a timer per request: a deadline is met within a quarter of the timeout (at most a
+ * second) after it passes.
+ */
+const bodies = new Map<object, ArrivingBody>();
+let sweep: NodeJS.Timeout | undefined;
+let sweepMs = 1_000;
+
+function track(key: object, timeoutMs: number, body: Omit<ArrivingBody, "due">): void {
+  bodies.set(key, { due: performance.now() + timeoutMs, ...body });
+  if (timeoutMs / 4 < sweepMs) {
+    sweepMs = Math.max(10, timeoutMs / 4);
+    clearInterval(sweep);
+    sweep = undefined;
+  }
+  sweep ??= setInterval(expireDue, sweepMs).unref();
+}
+
+function expireDue(): void {
+  const now = performance.now();
+  for (const [key, body] of bodies) {
+    if (body.due > now) continue;
+    bodies.delete(key);
+    if (!body.ended()) body.expire();
+  }
+  if (bodies.size === 0) {
+    clearInterval(sweep);
+    sweep = undefined;
+  }
+}
+
+/** Whether an HTTP/1.1 request says a body follows (RFC 9112 §6.3): a Content-Length above 0, or Transfer-Encoding. */
+function declaresBody(headers: http.IncomingHttpHeaders): boolean {
+  const length = headers["content-length"];
+  return (length !== undefined && length !== "0") || headers["transfer-encoding"] !== undefined;
+}
+
+/**
+ * A response served through the compatibility API that ended before its request did resets the stream with NO_ERROR,
+ * which tells the client to stop sending (RFC 9113 §8.1). The gRPC fast path and connect-node do the same themselves.
+ */
+export function resetUnreadHttp2Body(res: http2.Http2ServerResponse): void {
+  res.once("finish", () => {
+    if (!res.stream.destroyed && !requestEnded(res.stream)) res.stream.close(NGHTTP2_NO_ERROR);
+  });
+}
+
+/**
+ * An HTTP/2 connection without a stream for `timeoutMs` (only the preface, or its last stream long done) is closed
+ * with GOAWAY; clients reconnect when they next need one.
+ */
+export function closeIdleSession(session: http2.ServerHttp2Session, timeoutMs: number): void {
+  let open = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const idle = (): void => {
+    timer = setTimeout(() => {
+      if (!session.closed && !session.destroyed) session.close();
+      // A client that ignores GOAWAY and holds the socket open goes too.
+      setTimeout(() => session.destroy(), timeoutMs).unref();
+    }, timeoutMs);
+  };
+  session.on("stream", (stream: http2.ServerHttp2Stream) => {
+    open++;
+    clearTimeout(timer);
+    stream.once("close", () => {
+      if (--open === 0 && !session.closed) idle();
+    });
+  });
+  session.once("close", () => clearTimeout(timer));
+  idle();
+}
+
+/** Whether the client has sent END_STREAM, read or not (readableEnded waits until the body is consumed). */
+function requestEnded(stream: http2.ServerHttp2Stream): boolean {
+  if (stream.destroyed) return true;
+  const state = stream.state.state;
+  return state === NGHTTP2_STREAM_STATE_HALF_CLOSED_REMOTE || state === NGHTTP2_STREAM_STATE_CLOSED;
+}
