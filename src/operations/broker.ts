@@ -95,8 +95,8 @@ export class OperationsBroker {
     return this.decisions.getRequest(id);
   }
 
-  listRequests(query: { status?: string; requester?: string; operation?: string; limit?: number; cursor?: string }) {
-    return this.decisions.listRequests(query);
+  listRequests(operator: string, query: { status?: string; requester?: string; operation?: string; limit?: number; cursor?: string }) {
+    return this.decisions.listRequests(operator, query);
   }
 
   approve(operator: string, id: string, decision: { expectedRevision: number; reason?: string } & GrantTermsInput) {

@@ -32,7 +32,9 @@ export class Decisions {
     return { grant, ...(operation ? { operation } : {}) };
   }
 
-  async listRequests(query: { status?: string; requester?: string; operation?: string; limit?: number; cursor?: string }) {
+  /** The requests an operator pages through; `operator` owns the cursors. */
+  async listRequests(operator: string, query: { status?: string; requester?: string; operation?: string; limit?: number; cursor?: string }) {
+    const { store } = this.options;
     const limit = pageLimit(query.limit, 50, 100);
     const statuses: Record<string, string[] | undefined> = {
       pending: ["pending"],
@@ -45,17 +47,17 @@ export class Decisions {
       throw invalidArgument("INVALID_STATUS", "status must be pending, active, history or all", [{ field: "status", description: "pending, active, history or all" }]);
     }
     const only = statuses[status];
-    const rows = await this.options.store.grant.findMany({
+    const rows = await store.grant.findMany({
       where: {
         ...(only ? { status: { in: only } } : {}),
         ...(query.requester ? { clientId: query.requester } : {}),
         ...(query.operation ? { operation: query.operation } : {}),
-        ...afterCursor(query.cursor),
+        ...(await afterCursor(query.cursor, operator, (cursorId) => store.grant.findUnique({ where: { id: cursorId }, select: { id: true, createdAt: true } }))),
       },
       orderBy: newestFirst,
       take: limit + 1,
     });
-    const { items, nextCursor } = pageOf(rows, limit);
+    const { items, nextCursor } = pageOf(rows, limit, operator);
     return { requests: items, ...(nextCursor ? { nextCursor } : {}) };
   }
 
@@ -83,7 +85,7 @@ export class Decisions {
 
   deny(operator: string, id: string, decision: { expectedRevision: number; reason?: string }): Promise<Decided> {
     return this.decide(operator, id, decision.expectedRevision, "pending", async (tx, grant, now, changed) => {
-      await driveLinkedOperation(tx, grant, now, { state: "denied", terminalAt: now, errorCode: "request_denied", errorMessage: "an operator denied the request" }, changed);
+      await driveLinkedOperation(tx, grant, now, { state: "denied", terminalAt: now, errorCode: "operation_approval_denied", errorMessage: "an operator denied the request" }, changed);
       const denied = await changeGrant(tx, grant, now, { status: "denied", decidedBy: operator, decisionReason: decision.reason ?? null });
       await recordGrant(tx, "request.denied", denied, operator);
       return denied;
@@ -95,7 +97,7 @@ export class Decisions {
     return this.decide(operator, id, decision.expectedRevision, "active", async (tx, grant, now, changed) => {
       const waiting = await tx.operation.findMany({ where: { approvalId: id, state: "approved" } });
       for (const operation of waiting) {
-        const canceled = await transition(tx, operation, { state: "canceled", terminalAt: now, errorCode: "grant_revoked", errorMessage: "an operator revoked the grant" }, now);
+        const canceled = await transition(tx, operation, { state: "canceled", terminalAt: now, errorCode: "operation_canceled", errorMessage: "an operator revoked the grant" }, now);
         if (canceled) changed.push(canceled);
       }
       const revoked = await changeGrant(tx, grant, now, { status: "revoked", decidedBy: operator, decisionReason: decision.reason ?? null });
@@ -115,7 +117,7 @@ export class Decisions {
       const done = await store
         .transaction(async (tx) => {
           if (grant.status === "pending") {
-            const change = { state: "expired", terminalAt: now, errorCode: "request_expired", errorMessage: "the request was not decided in time" };
+            const change = { state: "expired", terminalAt: now, errorCode: "operation_approval_expired", errorMessage: "the request was not decided in time" };
             await driveLinkedOperation(tx, grant, now, change, changed);
           }
           const gone = await changeGrant(tx, grant, now, { status: "expired" });

@@ -9,8 +9,8 @@ import { eventMessage, requestMessage } from "./operation-messages.js";
 export function operatorService(broker: OperationsBroker): ServiceImpl<typeof OperatorService> {
   const answer = ({ grant, operation }: { grant: GrantRow; operation?: OperationRow }) => ({ request: requestMessage(grant, operation) });
   return {
-    async listRequests(request) {
-      const page = await broker.listRequests(request);
+    async listRequests(request, context) {
+      const page = await broker.listRequests(operatorOf(context), request);
       return { requests: page.requests.map((grant) => requestMessage(grant)), nextCursor: page.nextCursor ?? "" };
     },
 

@@ -144,7 +144,7 @@ describe.each(["sqlite", "postgresql"] as const)("operations lifecycle on %s", (
     const { prisma } = server.operations.database;
     await prisma.grant.update({ where: { id: submitted.body.approval_id }, data: { expiresAt: new Date(Date.now() - 1000) } });
     expect(await server.operations.broker.sweep()).toBeGreaterThanOrEqual(1);
-    expect((await api.get(alice, submitted.body.id)).body).toMatchObject({ state: "expired", error: { code: "request_expired" } });
+    expect((await api.get(alice, submitted.body.id)).body).toMatchObject({ state: "expired", error: { code: "operation_approval_expired" } });
     const request = await api.json(await api.call("GET", `/api/operator/v1/requests/${submitted.body.approval_id}`, operator));
     expect(request.body.status).toBe("expired");
   });
