@@ -63,12 +63,15 @@ export function requestText(bytes: Uint8Array): string | undefined {
   return text.trim() === "" ? undefined : text;
 }
 
-/** JSON.parse, refusing what is not one JSON value (trailing data included) as MALFORMED_JSON. */
-export function parseText(text: string): JsonValue {
+/**
+ * JSON.parse, refusing what is not one JSON value (trailing data included) as MALFORMED_JSON, a violation of `field`
+ * (the whole body is "").
+ */
+export function parseText(text: string, field = ""): JsonValue {
   try {
     return JSON.parse(text) as JsonValue;
   } catch (error) {
-    throw malformedJson(error instanceof Error ? error.message : String(error));
+    throw malformedJson(error instanceof Error ? error.message : String(error), field);
   }
 }
 
@@ -221,9 +224,9 @@ function invalidFields(violations: FieldViolation[]): AxonError {
   return invalidArgument("INVALID_FIELD", "request has invalid fields", violations);
 }
 
-function malformedJson(detail: string): AxonError {
+function malformedJson(detail: string, field = ""): AxonError {
   return new AxonError(Code.InvalidArgument, "MALFORMED_JSON", "request body is not valid JSON", {
     metadata: { detail },
-    fieldViolations: [{ field: "", description: detail }],
+    fieldViolations: [{ field, description: detail }],
   });
 }

@@ -14,9 +14,9 @@ export function parseStrictBody(bytes: Uint8Array): JsonValue | undefined {
   refuseOversizedBody(bytes);
   const text = requestText(bytes);
   if (text === undefined) return undefined;
-  const json = parseText(text);
+  const json = parseText(text, bodyField);
   if (!isJsonObject(json)) {
-    throw invalidArgument("INVALID_FIELD", "the request body must be a JSON object", [{ field: "", description: "the request body must be a JSON object" }]);
+    throw invalidArgument("INVALID_FIELD", "the request body must be a JSON object", [{ field: bodyField, description: "must be a JSON object" }]);
   }
   const duplicate = findDuplicateKey(text);
   if (duplicate !== undefined) {
@@ -34,6 +34,9 @@ export function decodeStrictJson<Desc extends DescMessage>(schema: Desc, bytes: 
 export function refuseOversizedBody(bytes: Uint8Array): void {
   if (bytes.byteLength <= maxStrictBodyBytes) return;
   throw invalidArgument("REQUEST_BODY_TOO_LARGE", "the request body is larger than 2 MiB", [
-    { field: "", description: `at most ${maxStrictBodyBytes} bytes` },
+    { field: bodyField, description: `at most ${maxStrictBodyBytes} bytes` },
   ]);
 }
+
+/** How a violation names the body as a whole: proto3 JSON would leave an empty field name out. */
+const bodyField = "body";
