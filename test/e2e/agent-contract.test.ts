@@ -349,6 +349,114 @@ describe.each(["sqlite", "postgresql"] as const)("Agent V1 and Operator V1 to th
     });
   });
 
+  describe("operator decisions", () => {
+    const decide = async (id: string, action: string, body: Json) => api.json(await api.call("POST", `/api/operator/v1/requests/${id}/${action}`, operator, body));
+    const windowRequest = async () => {
+      const submitted = await api.post(alice, httpOp(key("window"), `/window/${keys}`));
+      return (await get(`/api/operator/v1/requests/${submitted.body.approval_id}`, operator)).body;
+    };
+
+    it("unYOLO's constraints narrow an approval like minutes and max_uses; both forms at once, or a wider one, is 400", async () => {
+      const request = await windowRequest();
+      expect(request).toMatchObject({ mode: "window", minutes: 60, max_uses: 10 });
+      const both = await decide(request.id, "approve", { expected_revision: request.revision, minutes: 30, constraints: { max_uses: 2 } });
+      expect(both.status).toBe(400);
+      expect(detailsOf(both.body).violations).toContainEqual(expect.objectContaining({ field: "constraints" }));
+      expect((await decide(request.id, "approve", { expected_revision: request.revision, constraints: { duration_seconds: 7200 } })).status).toBe(400);
+      expect((await decide(request.id, "approve", { expected_revision: request.revision, constraints: { duration_seconds: 59 } })).status).toBe(400);
+      const approved = await decide(request.id, "approve", { expected_revision: request.revision, constraints: { duration_seconds: 1830, max_uses: 3 } });
+      expect(approved.status).toBe(200);
+      // 1830 seconds narrow to 30 whole minutes; one use went to the operation that asked.
+      expect(approved.body).toMatchObject({ status: "active", minutes: 30, max_uses: 3, uses_remaining: 2, used_count: 1 });
+    });
+
+    it("Connect JSON takes the same constraints", async () => {
+      const request = await windowRequest();
+      const approved = await connect("operator", "ApproveRequest", operator, JSON.stringify({ id: request.id, expected_revision: request.revision, constraints: { max_uses: 4 } }));
+      expect(approved.status).toBe(200);
+      expect(approved.body.request).toMatchObject({ status: "active", max_uses: 4, used_count: 1 });
+    });
+
+    it("with an idempotency key the same decision again answers 200 with the request; another decision with the key is 409", async () => {
+      const { request } = await pendingRequest();
+      const decision = { expected_revision: request.revision, reason: "looks fine", idempotency_key: key("decision") };
+      const first = await decide(request.id, "approve", decision);
+      expect(first.status).toBe(200);
+      const again = await decide(request.id, "approve", decision);
+      expect(again).toMatchObject({ status: 200, body: { id: request.id, status: first.body.status, revision: first.body.revision } });
+
+      const denyWithKey = await decide(request.id, "deny", { ...decision, reason: "" });
+      expect(denyWithKey.status).toBe(409);
+      expect(detailsOf(denyWithKey.body).info).toMatchObject({ reason: "IDEMPOTENCY_CONFLICT", metadata: { code: "idempotency_conflict" } });
+      const other = await pendingRequest();
+      const elsewhere = await decide(other.request.id, "approve", { ...decision, expected_revision: other.request.revision });
+      expect(elsewhere.status).toBe(409);
+      expect((await get(`/api/operator/v1/requests/${other.request.id}`, operator)).body.status).toBe("pending");
+      // Without the key the same body is what it always was: the request is no longer pending.
+      expect((await decide(request.id, "approve", { expected_revision: request.revision })).status).toBe(409);
+      expect((await decide(request.id, "approve", { ...decision, idempotency_key: "-bad" })).status).toBe(400);
+    });
+
+    it("concurrent twins of a keyed decision decide once and all answer 200", async () => {
+      const { request } = await pendingRequest();
+      const decision = { expected_revision: request.revision, idempotency_key: key("twins") };
+      const answers = await Promise.all(Array.from({ length: 6 }, () => decide(request.id, "deny", decision)));
+      expect(answers.map((answer) => answer.status)).toEqual(Array(6).fill(200));
+      const now = (await get(`/api/operator/v1/requests/${request.id}`, operator)).body;
+      expect(now).toMatchObject({ status: "denied", revision: request.revision + 1 });
+    });
+  });
+
+  describe("the operator event stream", () => {
+    /** Reads an SSE response until `done` holds for what was read; the test's own timeout bounds it. */
+    const readUntil = async (response: Response, done: (text: string) => boolean) => {
+      const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+      let text = "";
+      while (!done(text)) text += (await reader.read()).value ?? "";
+      await reader.cancel();
+      return text;
+    };
+    const watch = (headers: Record<string, string> = {}) =>
+      fetch(`${server.url}/api/operator/v1/events`, { headers: { authorization: `Bearer ${operator}`, ...headers } });
+    const eventsIn = (text: string) =>
+      [...text.matchAll(/id: (\d+)\nevent: ([\w.]+)\ndata: (.*)\n/g)].map(([, id, kind, data]): Json => ({ seq: Number(id), kind, ...(JSON.parse(data!) as Json) }));
+
+    it("a fresh watch replays the events of every open request first, then follows live; Last-Event-ID resumes after it", async () => {
+      const open = await pendingRequest();
+      const closed = await pendingRequest();
+      await api.call("POST", `/api/operator/v1/requests/${closed.request.id}/deny`, operator, { expected_revision: closed.request.revision });
+
+      const response = await watch();
+      expect(response.headers.get("cache-control")).toBe("no-store");
+      expect(response.headers.get("x-content-type-options")).toBe("nosniff");
+      let live: Json | undefined;
+      const text = await readUntil(response, (read) => {
+        if (live === undefined && read.includes(`"request_id":"${open.request.id}"`)) {
+          live = {}; // the queue is shown: now something happens
+          void api.post(alice, httpOp(key("live"))).then(({ body }) => (live = body));
+        }
+        return live?.approval_id !== undefined && read.includes(`"request_id":"${live.approval_id}"`);
+      });
+      const events = eventsIn(text);
+      expect(events.find((event) => event.request_id === open.request.id)).toMatchObject({ kind: "request.created" });
+      expect(events.some((event) => event.request_id === closed.request.id)).toBe(false);
+      const seqs = events.map((event) => event.seq);
+      expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+
+      const createdSeq = events.find((event) => event.request_id === open.request.id)!.seq;
+      await api.call("POST", `/api/operator/v1/requests/${open.request.id}/deny`, operator, { expected_revision: open.request.revision });
+      const resumed = await readUntil(await watch({ "last-event-id": String(createdSeq) }), (read) => read.includes("event: request.denied") && read.includes(open.request.id));
+      expect(eventsIn(resumed).every((event) => event.seq > createdSeq)).toBe(true);
+    });
+
+    it("a Last-Event-ID that is not an event id is 400, no-store", async () => {
+      const response = await watch({ "last-event-id": "soon" });
+      expect(response.status).toBe(400);
+      expect(response.headers.get("cache-control")).toBe("no-store");
+      expect(detailsOf((await response.json()) as Json).info.metadata.code).toBe("invalid_request");
+    });
+  });
+
   describe("headers", () => {
     it("operator answers, errors included, are no-store and nosniff; agent answers carrying an operation are no-store", async () => {
       for (const [route, token] of [

@@ -3,6 +3,7 @@ import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { codeFromHttpStatus } from "@connectrpc/connect/protocol-connect";
 import { protocolKey } from "../context.js";
 import type { Call, CallPipeline } from "./call-pipeline.js";
+import { isStrictService, strictResponseHeaders } from "../strict/contract.js";
 
 interface OpenCall {
   readonly call: Call;
@@ -33,6 +34,7 @@ export function connectPipeline(pipeline: CallPipeline): {
       });
       context.values.set(openCallKey, { call, trailer: context.responseTrailer });
       context.responseHeader.set("x-request-id", call.requestId);
+      if (isStrictService(context.service)) for (const [name, value] of Object.entries(strictResponseHeaders)) context.responseHeader.set(name, value);
       if (call.refusal !== undefined) throw call.refusal;
     },
 
