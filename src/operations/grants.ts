@@ -23,6 +23,8 @@ export interface GrantInput {
 class AdmissionChanged extends Error {}
 
 /** Explicit grants (spec §1): a window grant asked for ahead of use, and the client's view of its grants. */
+const grantStatuses = new Set(["pending", "active", "denied", "expired", "consumed", "revoked", "canceled", "failed"]);
+
 export class Grants {
   constructor(private readonly options: RequestOptions) {}
 
@@ -113,9 +115,14 @@ export class Grants {
   }
 
   async list(clientId: string, query: { status?: string; limit?: number; cursor?: string }) {
+    const { store } = this.options;
     const limit = pageLimit(query.limit, 20, 50);
-    const rows = await this.options.store.grant.findMany({
-      where: { clientId, ...(query.status ? { status: query.status } : {}), ...(await afterCursor(query.cursor, clientId, (id) => this.options.store.grant.findFirst({ where: { id, clientId }, select: { id: true, createdAt: true } }))) },
+    if (query.status && !grantStatuses.has(query.status)) {
+      throw invalidArgument("INVALID_STATUS", "unknown grant status", [{ field: "status", description: [...grantStatuses].join(", ") }]);
+    }
+    const after = await afterCursor(query.cursor, clientId, (id) => store.grant.findFirst({ where: { id, clientId }, select: { id: true, createdAt: true } }));
+    const rows = await store.grant.findMany({
+      where: { clientId, ...(query.status ? { status: query.status } : {}), ...after },
       orderBy: newestFirst,
       take: limit + 1,
     });

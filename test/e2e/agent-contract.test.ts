@@ -258,6 +258,8 @@ describe.each(["sqlite", "postgresql"] as const)("Agent V1 and Operator V1 to th
       ["limit 0 for operator requests", "/api/operator/v1/requests?limit=0", "limit"],
       ["limit 101 for operator requests", "/api/operator/v1/requests?limit=101", "limit"],
       ["a repeated operator filter", "/api/operator/v1/requests?status=all&status=pending", "status"],
+      ["an unknown grant status", "/api/grants?status=nope", "status"],
+      ["limit 0 for grants", "/api/grants?limit=0", "limit"],
     ])("%s is 400 naming the parameter", async (_label, route, field) => {
       const token = route.startsWith("/api/operator") ? operator : alice;
       const { status, body } = await get(route, token);

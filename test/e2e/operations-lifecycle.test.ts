@@ -278,8 +278,10 @@ describe.each(["sqlite", "postgresql"] as const)("operations lifecycle on %s", (
     const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
     const submitted = await api.post(alice, httpOp(`sse-${provider}`));
     let text = "";
-    while (!text.includes("event: request.created")) text += (await reader.read()).value ?? "";
-    const id = /id: (\d+)\nevent: request.created\ndata: (.*)\n/.exec(text)!;
+    // A fresh watch may first replay other open requests' events: wait for this one's.
+    const created = () => [...text.matchAll(/id: (\d+)\nevent: request.created\ndata: (.*)\n/g)].find((match) => match[2]!.includes(submitted.body.id));
+    while (!created()) text += (await reader.read()).value ?? "";
+    const id = created()!;
     expect(JSON.parse(id[2]!)).toMatchObject({ kind: "request.created", operation_id: submitted.body.id, request_id: submitted.body.approval_id });
     abort.abort();
 
