@@ -118,6 +118,23 @@ describe.each(["sqlite", "postgresql"] as const)("Agent V1 and Operator V1 to th
       if (isDecision) expect((await get(`/api/operator/v1/requests/${request!.id}`, operator)).body.status).toBe("pending");
     });
 
+    it("a Connect stream's request with an unknown field ends with invalid_argument, and the stream is no-store", async () => {
+      const json = Buffer.from('{"id":"op_nothing","after_revision":0,"colour":"red"}');
+      const envelope = Buffer.concat([Buffer.from([0, 0, 0, 0, json.byteLength]), json]);
+      const response = await fetch(`${server.url}/axon.agent.v1.AgentOperationsService/WatchOperation`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${alice}`, "content-type": "application/connect+json", "connect-protocol-version": "1" },
+        body: envelope,
+      });
+      expect(response.headers.get("cache-control")).toBe("no-store");
+      const bytes = Buffer.from(await response.arrayBuffer());
+      // The last envelope (flag 2) is the end of the stream, with its error.
+      const end = JSON.parse(bytes.subarray(5).toString("utf8")) as Json;
+      expect(bytes[0]).toBe(2);
+      expect(end.error).toMatchObject({ code: "invalid_argument" });
+      expect(end.error.message).toContain("colour");
+    });
+
     it("the neuro-san API keeps reading leniently: unknown fields and duplicates are accepted there", async () => {
       const response = await fetch(`${server.url}/api/v1/greeter/streaming_chat`, {
         method: "POST",
