@@ -31,22 +31,17 @@ export function buildRequestMessage(route: RestRoute, parts: RestRequestParts): 
 
   const refused: FieldViolation[] = [];
   if (parts.strict) refused.push(...strictQueryViolations(parts.query));
-  if (route.body !== "*") {
-    for (const key of new Set(parts.query.keys())) {
-      const path = key.split(".");
-      const fields = resolveFieldPath(input, path);
-      if (fields === undefined || fields[0] === bodyField || boundPaths.some((bound) => overlaps(bound, fields))) {
-        if (parts.strict) refused.push({ field: fieldKey(key), description: "not a query parameter of this route" });
-        continue;
-      }
-      const leaf = fields[fields.length - 1]!;
-      const values = parts.query.getAll(key);
-      const value = leaf.fieldKind === "list" ? values.map((text) => fromText(leaf, text)) : fromText(leaf, values[values.length - 1]!);
-      setAt(json, fields, value);
+  for (const key of new Set(parts.query.keys())) {
+    // With body "*" every field comes from the body or the path: no query parameter names one.
+    const fields = route.body === "*" ? undefined : resolveFieldPath(input, key.split("."));
+    if (fields === undefined || fields[0] === bodyField || boundPaths.some((bound) => overlaps(bound, fields))) {
+      if (parts.strict) refused.push({ field: fieldKey(key), description: "not a query parameter of this route" });
+      continue;
     }
-  }
-  if (parts.strict && route.body === "*") {
-    for (const key of new Set(parts.query.keys())) refused.push({ field: fieldKey(key), description: "not a query parameter of this route" });
+    const leaf = fields[fields.length - 1]!;
+    const values = parts.query.getAll(key);
+    const value = leaf.fieldKind === "list" ? values.map((text) => fromText(leaf, text)) : fromText(leaf, values[values.length - 1]!);
+    setAt(json, fields, value);
   }
   if (refused.length > 0) throw invalidArgument("INVALID_QUERY", "the query string is invalid", dedupe(refused));
   for (const [key, text] of parts.variables) {
