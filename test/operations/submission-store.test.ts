@@ -1,34 +1,12 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { admit, windowStartOf, type AdmissionLimits } from "../../src/operations/admission.js";
 import { newId } from "../../src/operations/lifecycle.js";
 import { operationsStore, type StoreClient } from "../../src/operations/store.js";
 import { writeSubmission, type PlannedSubmission } from "../../src/operations/submission-store.js";
-import { defaultDatabaseUrl, openDatabase, type Database } from "../../src/store/database.js";
-import { createPostgresDatabase } from "../support/postgres-database.js";
+import { operationRow } from "../support/operation-rows.js";
+import { testDatabases } from "../support/test-databases.js";
 
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-async function sqlite(): Promise<Database> {
-  const dir = await mkdtemp(path.join(tmpdir(), "axon-submission-"));
-  cleanups.push(() => rm(dir, { recursive: true, force: true }));
-  const database = await openDatabase(defaultDatabaseUrl(dir));
-  cleanups.push(() => database.close());
-  return database;
-}
-
-async function postgres(): Promise<Database> {
-  const test = await createPostgresDatabase();
-  cleanups.push(() => test.drop());
-  const database = await openDatabase(test.url);
-  cleanups.push(() => database.close());
-  return database;
-}
+const { sqlite, postgres } = testDatabases("axon-submission");
 
 const windowSeconds = 2_147_483_647;
 const limits: AdmissionLimits = {
@@ -45,26 +23,7 @@ const limits: AdmissionLimits = {
 function allowed(clientId: string): PlannedSubmission {
   const now = new Date();
   return {
-    operation: {
-      id: newId("op"),
-      clientId,
-      idempotencyKey: newId("key"),
-      requestHash: "00",
-      operation: "test.op",
-      target: {},
-      arguments: {},
-      reason: "test",
-      state: "approved",
-      revision: 1,
-      presentationTitle: "test",
-      presentationSummary: "test",
-      approvalId: null,
-      errorCode: null,
-      errorMessage: null,
-      createdAt: now,
-      updatedAt: now,
-      terminalAt: null,
-    },
+    operation: operationRow(newId("op"), { clientId, idempotencyKey: newId("key"), createdAt: now, updatedAt: now }),
     kind: "operation.approved",
     category: null,
     detail: {},

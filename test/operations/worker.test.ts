@@ -1,15 +1,12 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/logger.js";
 import { Notifier } from "../../src/operations/notifier.js";
 import type { ExecutionOutcome, OperationToExecute, Provider } from "../../src/operations/providers/provider.js";
 import { ProviderRegistry } from "../../src/operations/providers/registry.js";
 import { operationsStore, type StoreClient } from "../../src/operations/store.js";
 import { ExecutionWorker } from "../../src/operations/worker.js";
-import { defaultDatabaseUrl, openDatabase, type Database } from "../../src/store/database.js";
-import { createPostgresDatabase, type TestDatabase } from "../support/postgres-database.js";
+import { operationRow } from "../support/operation-rows.js";
+import { testDatabases } from "../support/test-databases.js";
 import { until } from "../support/wait.js";
 
 const leaseMs = 10_000;
@@ -31,39 +28,10 @@ class RecordingProvider implements Provider {
   }
 }
 
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-async function sqlite(): Promise<Database> {
-  const dir = await mkdtemp(path.join(tmpdir(), "axon-worker-"));
-  cleanups.push(() => rm(dir, { recursive: true, force: true }));
-  return openDatabase(defaultDatabaseUrl(dir));
-}
-
-async function postgres(): Promise<Database> {
-  const database: TestDatabase = await createPostgresDatabase();
-  cleanups.push(() => database.drop());
-  return openDatabase(database.url);
-}
+const { sqlite, postgres, defer } = testDatabases("axon-worker");
 
 function executing(id: string, claimedBy: string | null) {
-  return {
-    id,
-    clientId: "alice",
-    idempotencyKey: id,
-    requestHash: "00",
-    operation: "test.op",
-    target: {},
-    arguments: {},
-    reason: "test",
-    state: "executing",
-    revision: 3,
-    presentationTitle: "test",
-    presentationSummary: "test",
-    claimedBy,
-  };
+  return operationRow(id, { state: "executing", revision: 3, claimedBy });
 }
 
 describe.each([
@@ -77,13 +45,12 @@ describe.each([
   async function startWorker(store: StoreClient, provider: RecordingProvider): Promise<ExecutionWorker> {
     const worker = new ExecutionWorker({ store, providers: new ProviderRegistry([provider]), notifier: new Notifier(), logger: createLogger("silent"), clock, leaseMs });
     await worker.start();
-    cleanups.push(() => worker.stop());
+    defer(() => worker.stop());
     return worker;
   }
 
   it("reconciles what a replica with a lapsed lease left executing once it has held its own lease for a whole lease, and leaves a live replica's operations alone", async () => {
     const database = await open();
-    cleanups.push(() => database.close());
     const store = operationsStore(database.prisma, database.provider);
     now = Date.now();
     await store.replica.createMany({
@@ -120,7 +87,6 @@ describe.each([
 
   it("two workers renewing at once reconcile each orphaned operation exactly once", async () => {
     const database = await open();
-    cleanups.push(() => database.close());
     const store = operationsStore(database.prisma, database.provider);
     now = Date.now();
     await store.replica.create({ data: { id: "replica_dead", heartbeatAt: new Date(now - 2 * leaseMs) } });
@@ -141,7 +107,6 @@ describe.each([
   it("keeps its lease by heartbeat and gives it up on stop", async () => {
     now = Date.now();
     const database = await open();
-    cleanups.push(() => database.close());
     const store = operationsStore(database.prisma, database.provider);
     const worker = await startWorker(store, new RecordingProvider());
     const first = await store.replica.findUniqueOrThrow({ where: { id: worker.id } });
@@ -158,7 +123,6 @@ describe.each([
 describe("an execution whose outcome PostgreSQL refuses to store", () => {
   it("ends as result_not_recorded instead of staying executing", async () => {
     const database = await postgres();
-    cleanups.push(() => database.close());
     const store = operationsStore(database.prisma, database.provider);
     // jsonb cannot hold \u0000 in a string: the upstream answered, but the answer cannot be kept as it is.
     const provider = new RecordingProvider();
@@ -169,7 +133,7 @@ describe("an execution whose outcome PostgreSQL refuses to store", () => {
     await store.operation.create({ data: { ...executing("op_nul", null), state: "approved", revision: 1 } });
     const worker = new ExecutionWorker({ store, providers: new ProviderRegistry([provider]), notifier: new Notifier(), logger: createLogger("silent"), clock: { now: () => new Date() }, leaseMs });
     await worker.start();
-    cleanups.push(() => worker.stop());
+    defer(() => worker.stop());
 
     const done = await until(async () => {
       const row = await store.operation.findUniqueOrThrow({ where: { id: "op_nul" } });

@@ -1,48 +1,14 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { defaultDatabaseUrl, openDatabase, type Database, type PrismaClient } from "../../src/store/database.js";
-import { createPostgresDatabase } from "../support/postgres-database.js";
+import { describe, expect, it } from "vitest";
+import type { PrismaClient } from "../../src/store/database.js";
+import { operationRow } from "../support/operation-rows.js";
+import { testDatabases } from "../support/test-databases.js";
 
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-async function sqlite(): Promise<Database> {
-  const dir = await mkdtemp(path.join(tmpdir(), "axon-load-"));
-  cleanups.push(() => rm(dir, { recursive: true, force: true }));
-  const database = await openDatabase(defaultDatabaseUrl(dir));
-  cleanups.push(() => database.close());
-  return database;
-}
-
-async function postgres(): Promise<Database> {
-  const test = await createPostgresDatabase();
-  cleanups.push(() => test.drop());
-  const database = await openDatabase(test.url);
-  cleanups.push(() => database.close());
-  return database;
-}
+const { sqlite, postgres } = testDatabases("axon-load");
 
 const active = ["pending", "approved", "executing"];
 
 function operation(id: string, clientId: string, state: string) {
-  return {
-    id,
-    clientId,
-    idempotencyKey: id,
-    requestHash: "00",
-    operation: "test.op",
-    target: {},
-    arguments: {},
-    reason: "test",
-    state,
-    revision: 1,
-    presentationTitle: "test",
-    presentationSummary: "test",
-  };
+  return operationRow(id, { clientId, state });
 }
 
 function grant(id: string, clientId: string, status: string) {
