@@ -1,4 +1,9 @@
+import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AgentOperationsService } from "../../src/gen/axon/agent/v1/agent_pb.js";
+import { OperatorService } from "../../src/gen/axon/operator/v1/operator_pb.js";
+import { BadRequestSchema, ErrorInfoSchema } from "../../src/gen/google/rpc/error_details_pb.js";
 import { fixtureEnv } from "./expectations.js";
 import { alice, bob, carol, httpOp, operationsApi, operator, roomyAdmission, startUpstream, writeFiles } from "../support/operations.js";
 import { createPostgresDatabase, queryPostgres, type TestDatabase } from "../support/postgres-database.js";
@@ -473,6 +478,46 @@ describe.each(["sqlite", "postgresql"] as const)("Agent V1 and Operator V1 to th
       expect(response.status).toBe(400);
       expect(response.headers.get("cache-control")).toBe("no-store");
       expect(detailsOf((await response.json()) as Json).info.metadata.code).toBe("invalid_request");
+    });
+  });
+
+  describe("over gRPC", () => {
+    const bearer =
+      (token: string): Interceptor =>
+      (next) =>
+      (request) => {
+        request.header.set("authorization", `Bearer ${token}`);
+        return next(request);
+      };
+    const agentClient = () => createClient(AgentOperationsService, createGrpcTransport({ baseUrl: server.url, interceptors: [bearer(alice)] }));
+    const operatorClient = () => createClient(OperatorService, createGrpcTransport({ baseUrl: server.url, interceptors: [bearer(operator)] }));
+
+    it("a NUL or a non-finite number is INVALID_ARGUMENT naming the field, with the code word, and nothing is written", async () => {
+      const valid = (): Json => ({ idempotencyKey: key("grpc-nul"), operation: "http.request", target: { credential: "upstream", path: "/x" }, arguments: { method: "GET" }, reason: "r" });
+      const before = await operationCount();
+      for (const [change, field] of [
+        [{ reason: "a\u0000b" }, "reason"],
+        [{ arguments: { method: "GET", query: { n: Number.POSITIVE_INFINITY } } }, "arguments.query.n"],
+      ] as const) {
+        const error = await agentClient()
+          .submitOperation({ ...valid(), ...change } as never)
+          .then(() => undefined, (failure: unknown) => ConnectError.from(failure));
+        expect(error?.code).toBe(Code.InvalidArgument);
+        expect(error?.findDetails(ErrorInfoSchema)[0]?.metadata).toMatchObject({ code: "invalid_request" });
+        expect(error?.findDetails(BadRequestSchema)[0]?.fieldViolations.map((violation) => violation.field)).toEqual([field]);
+      }
+      expect(await operationCount()).toBe(before);
+    });
+
+    it("WatchEvents without after_seq replays the open requests' events first", async () => {
+      const open = await pendingRequest();
+      const feed = new AbortController();
+      for await (const update of operatorClient().watchEvents({}, { signal: feed.signal })) {
+        if (update.event!.requestId !== open.request.id) continue;
+        expect(update.event!.kind).toBe("request.created");
+        feed.abort();
+        break;
+      }
     });
   });
 
