@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { operationErrorCode } from "../operations/error-codes.js";
 import type { OperationRow } from "../operations/store.js";
 
 export const mcpOperationApiVersion = "unyolo.io/mcp-operation/v1";
@@ -49,7 +50,7 @@ export function projectOperation(row: OperationRow, options: { summary?: boolean
     ...(row.terminalAt ? { terminal_at: row.terminalAt.toISOString() } : {}),
     presentation: { title: row.presentationTitle, summary: row.presentationSummary },
     ...(row.result && !options.summary ? { result: row.result as Record<string, unknown> } : {}),
-    ...(row.errorCode ? { error: { code: row.errorCode, message: row.errorMessage ?? "" } } : {}),
+    ...(row.errorCode ? { error: { code: operationErrorCode(row.errorCode), message: row.errorMessage ?? "" } } : {}),
   };
 }
 

@@ -1,7 +1,7 @@
 import type { Logger } from "../logger.js";
 import type { AdmissionLimits } from "./admission.js";
 import { systemClock, type Clock } from "./clock.js";
-import { Decisions } from "./decisions.js";
+import { Decisions, type DecisionInput } from "./decisions.js";
 import { Grants, type GrantInput } from "./grants.js";
 import type { Notifier } from "./notifier.js";
 import { OwnOperations } from "./own-operations.js";
@@ -79,6 +79,11 @@ export class OperationsBroker {
     return this.waits.events(afterSeq, signal);
   }
 
+  /** What operators follow: the open requests' events first unless they resume after `afterSeq`, then live. */
+  operatorFeed(afterSeq: bigint | number | undefined, signal: AbortSignal) {
+    return this.waits.operatorFeed(afterSeq, signal);
+  }
+
   createGrant(clientId: string, input: GrantInput) {
     return this.grants.create(clientId, input);
   }
@@ -95,19 +100,19 @@ export class OperationsBroker {
     return this.decisions.getRequest(id);
   }
 
-  listRequests(query: { status?: string; requester?: string; operation?: string; limit?: number; cursor?: string }) {
-    return this.decisions.listRequests(query);
+  listRequests(operator: string, query: { status?: string; requester?: string; operation?: string; limit?: number; cursor?: string }) {
+    return this.decisions.listRequests(operator, query);
   }
 
-  approve(operator: string, id: string, decision: { expectedRevision: number; reason?: string } & GrantTermsInput) {
+  approve(operator: string, id: string, decision: DecisionInput & GrantTermsInput) {
     return this.decisions.approve(operator, id, decision);
   }
 
-  deny(operator: string, id: string, decision: { expectedRevision: number; reason?: string }) {
+  deny(operator: string, id: string, decision: DecisionInput) {
     return this.decisions.deny(operator, id, decision);
   }
 
-  revoke(operator: string, id: string, decision: { expectedRevision: number; reason?: string }) {
+  revoke(operator: string, id: string, decision: DecisionInput) {
     return this.decisions.revoke(operator, id, decision);
   }
 

@@ -26,6 +26,11 @@ export function requestHash(parts: Readonly<Record<string, unknown>>): string {
   return createHash("sha256").update(canonicalJson(parts), "utf8").digest("hex");
 }
 
+/** The size of `value` as UTF-8 JSON, in bytes: how the contract bounds target and arguments. */
+export function jsonBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value), "utf8");
+}
+
 function write(value: unknown, where: string): string {
   if (value === null) return "null";
   switch (typeof value) {

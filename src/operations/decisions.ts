@@ -1,11 +1,14 @@
 import { Code } from "@connectrpc/connect";
 import { AxonError, invalidArgument, notFound } from "../errors.js";
 import type { Clock } from "./clock.js";
+import { isUniqueViolation } from "../store/storage-errors.js";
+import { requestHash } from "./canonical-json.js";
 import { record, recordGrant, transition } from "./lifecycle.js";
 import type { Notifier } from "./notifier.js";
 import { afterCursor, newestFirst, pageLimit, pageOf } from "./pages.js";
 import { narrowGrant, type GrantTermsInput } from "./policy.js";
 import type { GrantRow, OperationRow, StoreClient, StoreTransaction } from "./store.js";
+import { idempotencyKeyPattern } from "./submission.js";
 
 export interface DecisionOptions {
   store: StoreClient;
@@ -14,6 +17,16 @@ export interface DecisionOptions {
 }
 
 type Decided = { grant: GrantRow; operation?: OperationRow };
+
+/** What every decision carries; with `idempotencyKey` the same decision again answers the same request. */
+export interface DecisionInput {
+  expectedRevision: number;
+  reason?: string;
+  idempotencyKey?: string;
+}
+
+/** Writes, inside a decision's transaction, that its key names it. */
+type RememberKey = (tx: StoreTransaction) => Promise<unknown>;
 
 /**
  * Operator decisions on requests (approve, deny, revoke) and the clock's (expiry): each one transaction that drives
@@ -32,7 +45,9 @@ export class Decisions {
     return { grant, ...(operation ? { operation } : {}) };
   }
 
-  async listRequests(query: { status?: string; requester?: string; operation?: string; limit?: number; cursor?: string }) {
+  /** The requests an operator pages through; `operator` owns the cursors. */
+  async listRequests(operator: string, query: { status?: string; requester?: string; operation?: string; limit?: number; cursor?: string }) {
+    const { store } = this.options;
     const limit = pageLimit(query.limit, 50, 100);
     const statuses: Record<string, string[] | undefined> = {
       pending: ["pending"],
@@ -45,23 +60,23 @@ export class Decisions {
       throw invalidArgument("INVALID_STATUS", "status must be pending, active, history or all", [{ field: "status", description: "pending, active, history or all" }]);
     }
     const only = statuses[status];
-    const rows = await this.options.store.grant.findMany({
+    const rows = await store.grant.findMany({
       where: {
         ...(only ? { status: { in: only } } : {}),
         ...(query.requester ? { clientId: query.requester } : {}),
         ...(query.operation ? { operation: query.operation } : {}),
-        ...afterCursor(query.cursor),
+        ...(await afterCursor(query.cursor, operator, (cursorId) => store.grant.findUnique({ where: { id: cursorId }, select: { id: true, createdAt: true } }))),
       },
       orderBy: newestFirst,
       take: limit + 1,
     });
-    const { items, nextCursor } = pageOf(rows, limit);
+    const { items, nextCursor } = pageOf(rows, limit, operator);
     return { requests: items, ...(nextCursor ? { nextCursor } : {}) };
   }
 
   /** Approves a pending request, possibly narrowing it; its operation becomes approved with one use reserved. */
-  approve(operator: string, id: string, decision: { expectedRevision: number; reason?: string } & GrantTermsInput): Promise<Decided> {
-    return this.decide(operator, id, decision.expectedRevision, "pending", async (tx, grant, now, changed) => {
+  approve(operator: string, id: string, decision: DecisionInput & GrantTermsInput): Promise<Decided> {
+    return this.keyed(operator, id, "approve", decision, (remember) => this.decide(operator, id, decision.expectedRevision, "pending", remember, async (tx, grant, now, changed) => {
       const terms = narrowGrant({ mode: grant.mode as "window" | "execution", ...(grant.minutes != null ? { minutes: grant.minutes } : {}), maxUses: grant.maxUses ?? 1 }, decision);
       const usesRemaining = terms.maxUses - (grant.operationId ? 1 : 0);
       await driveLinkedOperation(tx, grant, now, { state: "approved" }, changed);
@@ -78,30 +93,30 @@ export class Decisions {
       });
       await recordGrant(tx, "request.approved", approved, operator);
       return approved;
-    });
+    }));
   }
 
-  deny(operator: string, id: string, decision: { expectedRevision: number; reason?: string }): Promise<Decided> {
-    return this.decide(operator, id, decision.expectedRevision, "pending", async (tx, grant, now, changed) => {
-      await driveLinkedOperation(tx, grant, now, { state: "denied", terminalAt: now, errorCode: "request_denied", errorMessage: "an operator denied the request" }, changed);
+  deny(operator: string, id: string, decision: DecisionInput): Promise<Decided> {
+    return this.keyed(operator, id, "deny", decision, (remember) => this.decide(operator, id, decision.expectedRevision, "pending", remember, async (tx, grant, now, changed) => {
+      await driveLinkedOperation(tx, grant, now, { state: "denied", terminalAt: now, errorCode: "operation_approval_denied", errorMessage: "an operator denied the request" }, changed);
       const denied = await changeGrant(tx, grant, now, { status: "denied", decidedBy: operator, decisionReason: decision.reason ?? null });
       await recordGrant(tx, "request.denied", denied, operator);
       return denied;
-    });
+    }));
   }
 
   /** Revokes an active grant; operations it approved that have not started are canceled. */
-  revoke(operator: string, id: string, decision: { expectedRevision: number; reason?: string }): Promise<Decided> {
-    return this.decide(operator, id, decision.expectedRevision, "active", async (tx, grant, now, changed) => {
+  revoke(operator: string, id: string, decision: DecisionInput): Promise<Decided> {
+    return this.keyed(operator, id, "revoke", decision, (remember) => this.decide(operator, id, decision.expectedRevision, "active", remember, async (tx, grant, now, changed) => {
       const waiting = await tx.operation.findMany({ where: { approvalId: id, state: "approved" } });
       for (const operation of waiting) {
-        const canceled = await transition(tx, operation, { state: "canceled", terminalAt: now, errorCode: "grant_revoked", errorMessage: "an operator revoked the grant" }, now);
+        const canceled = await transition(tx, operation, { state: "canceled", terminalAt: now, errorCode: "operation_canceled", errorMessage: "an operator revoked the grant" }, now);
         if (canceled) changed.push(canceled);
       }
       const revoked = await changeGrant(tx, grant, now, { status: "revoked", decidedBy: operator, decisionReason: decision.reason ?? null });
       await recordGrant(tx, "request.revoked", revoked, operator);
       return revoked;
-    });
+    }));
   }
 
   /** Expires pending approvals and window grants past their time. Safe to run on several replicas at once. */
@@ -115,7 +130,7 @@ export class Decisions {
       const done = await store
         .transaction(async (tx) => {
           if (grant.status === "pending") {
-            const change = { state: "expired", terminalAt: now, errorCode: "request_expired", errorMessage: "the request was not decided in time" };
+            const change = { state: "expired", terminalAt: now, errorCode: "operation_approval_expired", errorMessage: "the request was not decided in time" };
             await driveLinkedOperation(tx, grant, now, change, changed);
           }
           const gone = await changeGrant(tx, grant, now, { status: "expired" });
@@ -130,11 +145,47 @@ export class Decisions {
     return expired;
   }
 
+  /**
+   * A decision made at most once per operator and idempotency key: the same decision again (same action, request,
+   * expected revision, reason and terms) answers the request as it is now, whatever happened to it since; another
+   * decision with the key is IDEMPOTENCY_CONFLICT. The key is written in the decision's own transaction, so a decision
+   * refused (stale, not pending) leaves it free, and of concurrent twins all but the first replay it.
+   */
+  private async keyed(operator: string, id: string, action: string, decision: DecisionInput & GrantTermsInput, run: (remember: RememberKey) => Promise<Decided>): Promise<Decided> {
+    const { idempotencyKey: key, ...terms } = decision;
+    if (key === undefined || key === "") return run(async () => undefined);
+    if (!idempotencyKeyPattern.test(key)) {
+      throw invalidArgument("INVALID_IDEMPOTENCY_KEY", "not an idempotency key", [{ field: "idempotency_key", description: "1-128 characters of A-Z a-z 0-9 . _ : - starting with a letter or digit" }]);
+    }
+    const { store } = this.options;
+    const decisionHash = requestHash({ action, request_id: id, ...terms });
+    for (let attempt = 1; ; attempt++) {
+      const earlier = await store.decisionKey.findUnique({ where: { operator_key: { operator, key } } });
+      if (earlier) {
+        if (earlier.decisionHash !== decisionHash) {
+          throw new AxonError(Code.Aborted, "IDEMPOTENCY_CONFLICT", "this idempotency key was used for another decision", {
+            metadata: { category: "conflict", request_id: earlier.requestId },
+          });
+        }
+        return this.getRequest(earlier.requestId);
+      }
+      try {
+        return await run((tx) => tx.decisionKey.create({ data: { operator, key, requestId: id, decisionHash } }));
+      } catch (error) {
+        // A concurrent twin decided first (the request moved on, or its key beat ours): its key is committed with its
+        // decision, so the next round answers as it does. Without a twin, the refusal stands.
+        const raced = isUniqueViolation(error) || (error instanceof AxonError && error.code === Code.Aborted);
+        if (!raced || attempt === 2) throw error;
+      }
+    }
+  }
+
   private async decide(
     operator: string,
     id: string,
     expectedRevision: number,
     requiredStatus: string,
+    remember: RememberKey,
     apply: (tx: StoreTransaction, grant: GrantRow, now: Date, changed: OperationRow[]) => Promise<GrantRow>,
   ): Promise<Decided> {
     const { store, clock } = this.options;
@@ -149,7 +200,9 @@ export class Decisions {
             metadata: { category: "conflict", status: grant.status },
           });
         }
-        return apply(tx, grant, clock.now(), changed);
+        const decided = await apply(tx, grant, clock.now(), changed);
+        await remember(tx);
+        return decided;
       })
       .catch(async (error: unknown) => {
         // Decided by someone else between the read and the write: as stale as if read after it.

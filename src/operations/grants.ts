@@ -3,8 +3,8 @@ import { Code } from "@connectrpc/connect";
 import { AxonError, invalidArgument, notFound, type FieldViolation } from "../errors.js";
 import { isUniqueViolation } from "../store/storage-errors.js";
 import { admit, admissionError, limitsFor, windowStartOf } from "./admission.js";
-import { requestHash } from "./canonical-json.js";
-import { newId, recordGrant } from "./lifecycle.js";
+import { jsonBytes, requestHash } from "./canonical-json.js";
+import { isReasonLength, newId, recordGrant } from "./lifecycle.js";
 import { afterCursor, newestFirst, pageLimit, pageOf } from "./pages.js";
 import { decide, requestedGrantTerms } from "./policy.js";
 import type { GrantRow } from "./store.js";
@@ -23,6 +23,8 @@ export interface GrantInput {
 class AdmissionChanged extends Error {}
 
 /** Explicit grants (spec §1): a window grant asked for ahead of use, and the client's view of its grants. */
+const grantStatuses = new Set(["pending", "active", "denied", "expired", "consumed", "revoked", "canceled", "failed"]);
+
 export class Grants {
   constructor(private readonly options: RequestOptions) {}
 
@@ -36,8 +38,8 @@ export class Grants {
     if (!idempotencyKeyPattern.test(input.clientRequestId)) violations.push({ field: "client_request_id", description: "1-128 characters of A-Z a-z 0-9 . _ : -" });
     if (!providers.get(input.operation)) violations.push({ field: "operation", description: "not a registered operation type" });
     const reason = input.reason.trim();
-    if (reason.length < 1 || reason.length > 2000) violations.push({ field: "reason", description: "1 to 2000 characters" });
-    if (JSON.stringify(input.target).length > maxTargetBytes) violations.push({ field: "target", description: "at most 16 KiB" });
+    if (!isReasonLength(reason)) violations.push({ field: "reason", description: "1 to 2000 characters" });
+    if (jsonBytes(input.target) > maxTargetBytes) violations.push({ field: "target", description: "at most 16 KiB of UTF-8 JSON" });
     if (violations.length > 0) throw invalidArgument("INVALID_GRANT", "the grant request is invalid", violations);
 
     const asked = { minutes: input.minutes ?? null, max_uses: input.maxUses ?? null };
@@ -108,13 +110,18 @@ export class Grants {
   }
 
   async list(clientId: string, query: { status?: string; limit?: number; cursor?: string }) {
+    const { store } = this.options;
     const limit = pageLimit(query.limit, 20, 50);
-    const rows = await this.options.store.grant.findMany({
-      where: { clientId, ...(query.status ? { status: query.status } : {}), ...afterCursor(query.cursor) },
+    if (query.status && !grantStatuses.has(query.status)) {
+      throw invalidArgument("INVALID_STATUS", "unknown grant status", [{ field: "status", description: [...grantStatuses].join(", ") }]);
+    }
+    const after = await afterCursor(query.cursor, clientId, (id) => store.grant.findFirst({ where: { id, clientId }, select: { id: true, createdAt: true } }));
+    const rows = await store.grant.findMany({
+      where: { clientId, ...(query.status ? { status: query.status } : {}), ...after },
       orderBy: newestFirst,
       take: limit + 1,
     });
-    const { items, nextCursor } = pageOf(rows, limit);
+    const { items, nextCursor } = pageOf(rows, limit, clientId);
     return { grants: items, ...(nextCursor ? { nextCursor } : {}) };
   }
 }

@@ -6,6 +6,14 @@ import type { OperationRow, GrantRow, StoreTransaction } from "./store.js";
 export const terminalStates = new Set(["succeeded", "failed", "denied", "expired", "canceled"]);
 export const activeStates = ["pending", "approved", "executing"];
 
+/** A trimmed reason holds 1 to 2000 characters (code points, not UTF-16 units). */
+export function isReasonLength(trimmed: string): boolean {
+  if (trimmed.length === 0 || trimmed.length > 4000) return false;
+  let characters = 0;
+  for (const _ of trimmed) characters++;
+  return characters <= 2000;
+}
+
 /** `op_` / `req_` + 24 url-safe random characters. */
 export function newId(prefix: string): string {
   return `${prefix}_${randomBytes(18).toString("base64url")}`;

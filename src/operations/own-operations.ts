@@ -5,6 +5,7 @@ import { activeStates, record, terminalStates, transition } from "./lifecycle.js
 import type { Notifier } from "./notifier.js";
 import { afterCursor, newestFirst, pageLimit, pageOf } from "./pages.js";
 import type { OperationRow, StoreClient } from "./store.js";
+import { idempotencyKeyPattern } from "./submission.js";
 
 export interface OwnOperationsOptions {
   store: StoreClient;
@@ -27,21 +28,26 @@ export class OwnOperations {
     clientId: string,
     query: { idempotencyKey?: string; state?: string; limit?: number; cursor?: string },
   ): Promise<{ operations: OperationRow[]; nextCursor?: string }> {
+    const { store } = this.options;
     const limit = pageLimit(query.limit, 20, 50);
     if (query.state && !terminalStates.has(query.state) && !activeStates.includes(query.state)) {
       throw invalidArgument("INVALID_STATE", "unknown state", [{ field: "state", description: "an operation state" }]);
     }
-    const rows = await this.options.store.operation.findMany({
+    if (query.idempotencyKey && !idempotencyKeyPattern.test(query.idempotencyKey)) {
+      throw invalidArgument("INVALID_IDEMPOTENCY_KEY", "not an idempotency key", [{ field: "idempotency_key", description: "1-128 characters of A-Z a-z 0-9 . _ : - starting with a letter or digit" }]);
+    }
+    const after = await afterCursor(query.cursor, clientId, (id) => store.operation.findFirst({ where: { id, clientId }, select: { id: true, createdAt: true } }));
+    const rows = await store.operation.findMany({
       where: {
         clientId,
         ...(query.idempotencyKey ? { idempotencyKey: query.idempotencyKey } : {}),
         ...(query.state ? { state: query.state } : {}),
-        ...afterCursor(query.cursor),
+        ...after,
       },
       orderBy: newestFirst,
       take: limit + 1,
     });
-    const { items, nextCursor } = pageOf(rows, limit);
+    const { items, nextCursor } = pageOf(rows, limit, clientId);
     return { operations: items, ...(nextCursor ? { nextCursor } : {}) };
   }
 
@@ -58,7 +64,7 @@ export class OwnOperations {
       }
       const now = clock.now();
       const changed = await store.transaction(async (tx) => {
-        const updated = await transition(tx, operation, { state: "canceled", terminalAt: now, errorCode: "canceled", errorMessage: "canceled by the requester" }, now);
+        const updated = await transition(tx, operation, { state: "canceled", terminalAt: now, errorCode: "operation_canceled", errorMessage: "canceled by the requester" }, now);
         if (!updated) return undefined;
         // A pending approval goes with its operation; a window grant serves others and survives.
         if (operation.approvalId) {

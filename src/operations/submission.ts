@@ -2,9 +2,9 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { AxonError, invalidArgument, type FieldViolation } from "../errors.js";
 import { admit, admissionError, limitsFor, windowStartOf, type AdmissionLimits } from "./admission.js";
-import { requestHash } from "./canonical-json.js";
+import { jsonBytes, requestHash } from "./canonical-json.js";
 import type { Clock } from "./clock.js";
-import { newId } from "./lifecycle.js";
+import { isReasonLength, newId } from "./lifecycle.js";
 import type { Notifier } from "./notifier.js";
 import { decide, requestedGrantTerms, type Decision, type GrantTerms, type Policy } from "./policy.js";
 import type { Provider } from "./providers/provider.js";
@@ -194,7 +194,7 @@ export class Submissions {
       case "deny":
         return {
           ...planned,
-          operation: { ...operation, state: "denied", terminalAt: now, errorCode: "policy_denied", errorMessage: "the policy does not allow this operation" },
+          operation: { ...operation, state: "denied", terminalAt: now, errorCode: "operation_policy_denied", errorMessage: "the policy does not allow this operation" },
           kind: "operation.denied",
           category: "authorization",
           detail: { rule: decision.ruleId ?? null },
@@ -226,9 +226,10 @@ export class Submissions {
     }
     if (input.operation.length < 1 || input.operation.length > 128) violations.push({ field: "operation", description: "1 to 128 characters" });
     const reason = input.reason.trim();
-    if (reason.length < 1 || reason.length > 2000) violations.push({ field: "reason", description: "1 to 2000 characters" });
-    if (JSON.stringify(input.target).length > maxTargetBytes) violations.push({ field: "target", description: "at most 16 KiB" });
-    if (JSON.stringify(input.arguments).length > maxArgumentsBytes) violations.push({ field: "arguments", description: "at most 1 MiB" });
+    if (!isReasonLength(reason)) violations.push({ field: "reason", description: "1 to 2000 characters" });
+    // Sizes are UTF-8 bytes of the JSON, as unYOLO counts them (agent-v1.md §11).
+    if (jsonBytes(input.target) > maxTargetBytes) violations.push({ field: "target", description: "at most 16 KiB of UTF-8 JSON" });
+    if (jsonBytes(input.arguments) > maxArgumentsBytes) violations.push({ field: "arguments", description: "at most 1 MiB of UTF-8 JSON" });
     const provider = this.options.providers.get(input.operation);
     if (!provider && input.operation.length > 0) violations.push({ field: "operation", description: "not a registered operation type" });
     if (provider && violations.length === 0) violations.push(...provider.validate(input.target, input.arguments));

@@ -54,6 +54,21 @@ export class Waits {
     }
   }
 
+  /**
+   * The operators' feed (agent-v1.md §11): after `afterSeq` when they resume; else first the retained events of every
+   * request not yet terminal (pending or active), so a new operator sees the queue, then everything from that moment on.
+   */
+  async *operatorFeed(afterSeq: bigint | number | undefined, signal: AbortSignal): AsyncIterable<EventRow> {
+    if (afterSeq !== undefined) return yield* this.events(afterSeq, signal);
+    const { store } = this.options;
+    const latest = (await store.event.findFirst({ orderBy: { seq: "desc" }, select: { seq: true } }))?.seq ?? 0;
+    const open = await store.grant.findMany({ where: { status: { in: ["pending", "active"] } }, select: { id: true } });
+    if (open.length > 0) {
+      yield* await store.event.findMany({ where: { grantId: { in: open.map((grant) => grant.id) }, seq: { lte: latest } }, orderBy: { seq: "asc" } });
+    }
+    yield* this.events(latest, signal);
+  }
+
   /** The event feed after `afterSeq` (undefined = from now on), in seq order, as it grows; wakes on changes. */
   async *events(afterSeq: bigint | number | undefined, signal: AbortSignal): AsyncIterable<EventRow> {
     const { store, notifier } = this.options;

@@ -1,4 +1,5 @@
 import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
+import { operationErrorCode } from "../operations/error-codes.js";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { GrantSchema, OperationSchema } from "../gen/axon/agent/v1/agent_pb.js";
 import { EventSchema, RequestSchema } from "../gen/axon/operator/v1/operator_pb.js";
@@ -29,7 +30,7 @@ export function operationMessage(row: OperationRow, options: { summary?: boolean
           arguments: row.arguments as JsonObject,
           ...(row.result ? { result: row.result as JsonObject } : {}),
         }),
-    ...(row.errorCode ? { error: { code: row.errorCode, message: row.errorMessage ?? "" } } : {}),
+    ...(row.errorCode ? { error: { code: operationErrorCode(row.errorCode), message: row.errorMessage ?? "" } } : {}),
   });
 }
 

@@ -8,27 +8,39 @@ import { eventMessage } from "./operation-messages.js";
 import type { HttpRequest, HttpResponse } from "./listener.js";
 import { writeStatusError } from "./rest/http-response.js";
 import { toConnectError } from "./status.js";
+import { strictResponseHeaders } from "./strict/contract.js";
+import { invalidArgument } from "../errors.js";
 
 /**
  * GET /api/operator/v1/events: the operator feed as Server-Sent Events, each with its `seq` as the SSE id, so
  * a reconnecting browser resumes from `Last-Event-ID`. The same feed is OperatorService.WatchEvents on RPC.
  */
 export async function serveOperatorEvents(req: HttpRequest, res: HttpResponse, broker: OperationsBroker, operators: PrincipalSet): Promise<void> {
+  for (const [name, value] of Object.entries(strictResponseHeaders)) res.setHeader(name, value);
+  let lastEventId: number | undefined;
   try {
     authenticated(operators, req.headers.authorization ?? null);
+    lastEventId = lastEventIdOf(req.headers["last-event-id"]);
   } catch (error) {
-    const status = toConnectError(error);
+    const status = toConnectError(error, { contractCodes: true });
     return writeStatusError(res, status, { headers: status.metadata });
   }
-  const header = req.headers["last-event-id"];
-  const lastEventId = header === undefined ? undefined : Number(header);
   const abort = new AbortController();
   res.on("close", () => abort.abort());
   const write = (text: string): boolean => (res.write as (chunk: string) => boolean).call(res, text);
-  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+  res.writeHead(200, { "content-type": "text/event-stream" });
   write(": connected\n\n");
-  for await (const event of broker.events(lastEventId !== undefined && Number.isSafeInteger(lastEventId) ? lastEventId : undefined, abort.signal)) {
+  for await (const event of broker.operatorFeed(lastEventId, abort.signal)) {
     const data = JSON.stringify(toJson(EventSchema, eventMessage(event), { registry: typeRegistry }));
     write(`id: ${event.seq}\nevent: ${event.kind}\ndata: ${data}\n\n`);
   }
+}
+
+/** The seq to resume after: absent means a fresh watch; anything but a non-negative integer is the client's mistake. */
+function lastEventIdOf(value: string | string[] | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const header = Array.isArray(value) ? value.join(",") : value;
+  const seq = /^\d{1,15}$/.test(header.trim()) ? Number(header.trim()) : Number.NaN;
+  if (!Number.isSafeInteger(seq)) throw invalidArgument("INVALID_LAST_EVENT_ID", "Last-Event-ID must be an event id", [{ field: "Last-Event-ID", description: "a non-negative integer" }]);
+  return seq;
 }

@@ -19,6 +19,7 @@ import { conciergeService } from "./concierge-service.js";
 import { servedFiles, servedServices } from "./descriptors.js";
 import { healthService, type HealthState } from "./health.js";
 import { reflectionServiceV1, reflectionServiceV1Alpha } from "./reflection.js";
+import { refusingUnstorable } from "./strict/unstorable-fields.js";
 
 export interface Services {
   registry: AgentRegistry;
@@ -47,8 +48,8 @@ export function serviceImplementations({ registry, chats, health, operations }: 
   return [
     implement(ConciergeService, conciergeService(registry)),
     implement(AgentService, agentService(registry, chats)),
-    implement(AgentOperationsService, agentOperationsService(operations.broker, operations.descriptor)),
-    implement(OperatorService, operatorService(operations.broker)),
+    implement(AgentOperationsService, refusingUnstorable(AgentOperationsService, agentOperationsService(operations.broker, operations.descriptor))),
+    implement(OperatorService, refusingUnstorable(OperatorService, operatorService(operations.broker))),
     implement(Health, healthService(health)),
     implement(ServerReflection, reflectionServiceV1(servedFiles, servedServices)),
     implement(ServerReflectionV1Alpha, reflectionServiceV1Alpha(servedFiles, servedServices)),

@@ -26,6 +26,7 @@ import { writeJson, writeStatusError } from "./rest/http-response.js";
 import { requestPath, RpcMethods } from "./rpc-methods.js";
 import { toConnectError } from "./status.js";
 import { createTransferRoutes } from "./transfer-routes.js";
+import { isStrictService } from "./strict/contract.js";
 import { refuseUndecodable } from "./undecodable.js";
 import { serveWebConsole } from "./web-console.js";
 
@@ -75,7 +76,10 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
     readMaxBytes: config.maxRequestBytes,
     shutdownSignal: shutdown.signal,
   });
-  for (const { service, implementation } of implementations) router.service(service, implementation);
+  for (const { service, implementation } of implementations) {
+    // connect-es ignores unknown JSON fields by default; a strict service's Connect streams refuse them as REST does.
+    router.service(service, implementation, isStrictService(service) ? { jsonOptions: { ignoreUnknownFields: false } } : {});
+  }
   const connectHandlers = new Map<string, UniversalHandler>(router.handlers.map((handler) => [handler.requestPath, handler]));
 
   const connectUnary = connectUnaryRoute(direct);

@@ -13,6 +13,7 @@ import {
 } from "../gen/google/rpc/error_details_pb.js";
 import { StatusSchema, type Status } from "../gen/google/rpc/status_pb.js";
 import { typeRegistry } from "./descriptors.js";
+import { contractCode } from "./strict/error-codes.js";
 
 type OutgoingDetail = { desc: DescMessage; value: MessageInitShape<DescMessage> };
 
@@ -29,9 +30,9 @@ const storageRetryAfterSeconds = 1;
  * is UNAVAILABLE (retry shortly); anything else is an INTERNAL with no message, so stacks, hosts and driver text
  * never leave the process.
  */
-export function toConnectError(error: unknown): ConnectError {
+export function toConnectError(error: unknown, options: MapOptions = {}): ConnectError {
   if (error instanceof AxonError) {
-    const metadata = { category: categoryOf(error.code), ...error.metadata };
+    const metadata = withCode({ category: categoryOf(error.code), ...error.metadata }, error.code, error.reason, options);
     const details: OutgoingDetail[] = [{ desc: ErrorInfoSchema, value: { reason: error.reason, domain: errorDomain, metadata } }];
     if (error.fieldViolations.length > 0) {
       details.push({ desc: BadRequestSchema, value: { fieldViolations: error.fieldViolations } });
@@ -45,7 +46,7 @@ export function toConnectError(error: unknown): ConnectError {
     if (error.code === Code.Unauthenticated) headers.set("www-authenticate", "Bearer");
     return new ConnectError(error.message, error.code, headers, details, error);
   }
-  if (error instanceof ConnectError) return errorInfoOf(error) ? error : withErrorInfo(error);
+  if (error instanceof ConnectError) return errorInfoOf(error) ? error : withErrorInfo(error, options);
   if (isStorageUnavailable(error)) {
     return toConnectError(
       new AxonError(Code.Unavailable, "STORAGE_UNAVAILABLE", "storage unavailable", {
@@ -53,11 +54,21 @@ export function toConnectError(error: unknown): ConnectError {
         retryAfterSeconds: storageRetryAfterSeconds,
         cause: error,
       }),
+      options,
     );
   }
   return new ConnectError("internal error", Code.Internal, undefined, [
-    { desc: ErrorInfoSchema, value: { reason: "INTERNAL", domain: errorDomain, metadata: { category: isStorageError(error) ? "storage" : "other" } } },
+    { desc: ErrorInfoSchema, value: { reason: "INTERNAL", domain: errorDomain, metadata: withCode({ category: isStorageError(error) ? "storage" : "other" }, Code.Internal, "INTERNAL", options) } },
   ]);
+}
+
+export interface MapOptions {
+  /** The error of a strict service (Agent V1, Operator V1): ErrorInfo also carries unYOLO's code word. */
+  readonly contractCodes?: boolean;
+}
+
+function withCode(metadata: Record<string, string>, code: Code, reason: string, options: MapOptions): Record<string, string> {
+  return options.contractCodes ? { ...metadata, code: contractCode(code, reason, metadata.category ?? "") } : metadata;
 }
 
 /**
@@ -103,9 +114,9 @@ export function isExpected(error: unknown): boolean {
 }
 
 /** ErrorInfo for an error of the protocol layer: its code as the reason (DEADLINE_EXCEEDED), and its category. */
-function withErrorInfo(error: ConnectError): ConnectError {
+function withErrorInfo(error: ConnectError, options: MapOptions): ConnectError {
   const reason = Code[error.code].replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
-  const info = { desc: ErrorInfoSchema, value: { reason, domain: errorDomain, metadata: { category: categoryOf(error.code) } } };
+  const info = { desc: ErrorInfoSchema, value: { reason, domain: errorDomain, metadata: withCode({ category: categoryOf(error.code) }, error.code, reason, options) } };
   const mapped = new ConnectError(error.rawMessage, error.code, error.metadata, [], error.cause);
   mapped.details.push(...error.details, info);
   return mapped;

@@ -121,7 +121,7 @@ export function createTransferRoutes(options: { transfers: Transfers; clients: P
 }
 
 function sendError(req: HttpRequest, res: HttpResponse, error: unknown, logger: Logger): void {
-  const status = toConnectError(error);
+  const status = toConnectError(error, { contractCodes: true });
   if (!isExpected(error)) {
     // A client that went away mid-upload is no failure of ours.
     if (!req.complete && (req.destroyed || res.destroyed)) logger.info({ category: "canceled", path: req.url }, "transfer abandoned by the client");

@@ -198,7 +198,7 @@ describe("MCP projection (spec §9)", () => {
     expect(waited).toMatchObject({ id: submitted.id, state: "pending", revision: 1 });
 
     const canceled = structured(await call(client, "operation_cancel", { operation_id: submitted.id }));
-    expect(canceled).toMatchObject({ state: "canceled", revision: 2, error: { code: "canceled" } });
+    expect(canceled).toMatchObject({ state: "canceled", revision: 2, error: { code: "operation_canceled" } });
     expect(structured(await call(client, "operation_cancel", { operation_id: submitted.id }))).toEqual(canceled);
     expect(upstream.received).toHaveLength(0);
   });

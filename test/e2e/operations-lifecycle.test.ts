@@ -144,7 +144,7 @@ describe.each(["sqlite", "postgresql"] as const)("operations lifecycle on %s", (
     const { prisma } = server.operations.database;
     await prisma.grant.update({ where: { id: submitted.body.approval_id }, data: { expiresAt: new Date(Date.now() - 1000) } });
     expect(await server.operations.broker.sweep()).toBeGreaterThanOrEqual(1);
-    expect((await api.get(alice, submitted.body.id)).body).toMatchObject({ state: "expired", error: { code: "request_expired" } });
+    expect((await api.get(alice, submitted.body.id)).body).toMatchObject({ state: "expired", error: { code: "operation_approval_expired" } });
     const request = await api.json(await api.call("GET", `/api/operator/v1/requests/${submitted.body.approval_id}`, operator));
     expect(request.body.status).toBe("expired");
   });
@@ -278,8 +278,10 @@ describe.each(["sqlite", "postgresql"] as const)("operations lifecycle on %s", (
     const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
     const submitted = await api.post(alice, httpOp(`sse-${provider}`));
     let text = "";
-    while (!text.includes("event: request.created")) text += (await reader.read()).value ?? "";
-    const id = /id: (\d+)\nevent: request.created\ndata: (.*)\n/.exec(text)!;
+    // A fresh watch may first replay other open requests' events: wait for this one's.
+    const created = () => [...text.matchAll(/id: (\d+)\nevent: request.created\ndata: (.*)\n/g)].find((match) => match[2]!.includes(submitted.body.id));
+    while (!created()) text += (await reader.read()).value ?? "";
+    const id = created()!;
     expect(JSON.parse(id[2]!)).toMatchObject({ kind: "request.created", operation_id: submitted.body.id, request_id: submitted.body.approval_id });
     abort.abort();
 

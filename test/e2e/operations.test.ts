@@ -185,7 +185,7 @@ describe.each(["sqlite", "postgresql"] as const)("Agent Operations V1 conformanc
     const denied = await json(await call("POST", `/api/operator/v1/requests/${request.body.id}/deny`, operator, { expected_revision: request.body.revision, reason: "no" }));
     expect(denied.body.status).toBe("denied");
     const done = await waitTerminal(alice, submitted.body.id);
-    expect(done).toMatchObject({ state: "denied", error: { code: "request_denied" } });
+    expect(done).toMatchObject({ state: "denied", error: { code: "operation_approval_denied" } });
     expect(upstream.received.length).toBe(before);
   });
 

@@ -124,7 +124,7 @@ describe("PostgreSQL restarted under load", () => {
           expect.objectContaining({
             "@type": "type.googleapis.com/google.rpc.ErrorInfo",
             reason: "STORAGE_UNAVAILABLE",
-            metadata: { category: "storage" },
+            metadata: { category: "storage", code: "operation_store_unavailable" },
           }),
           expect.objectContaining({ "@type": "type.googleapis.com/google.rpc.RetryInfo" }),
         ]),

@@ -261,7 +261,7 @@ describe("two in-process replicas on one PostgreSQL: the sweeper and the event f
     // Both sweep the same overdue approvals concurrently, twice over.
     const swept = await Promise.all([...replicas, ...replicas].map((replica) => replica.operations.broker.sweep()));
     expect(swept.reduce((sum, count) => sum + count, 0)).toBe(ids.length);
-    for (const id of ids) expect((await api.get(alice, id)).body).toMatchObject({ state: "expired", error: { code: "request_expired" } });
+    for (const id of ids) expect((await api.get(alice, id)).body).toMatchObject({ state: "expired", error: { code: "operation_approval_expired" } });
     const audits = await queryPostgres<{ n: number }>(database.url, `SELECT count(*)::int AS n FROM "AuditRecord" WHERE action = 'request.expired'`);
     expect(audits[0]!.n).toBe(ids.length);
   });

@@ -155,7 +155,7 @@ export class HttpRequestProvider implements Provider {
       });
     } catch (error) {
       const notSent = notSentReason(error);
-      if (notSent !== undefined) return failed("upstream_unavailable", notSent);
+      if (notSent !== undefined) return failed("operation_upstream_unavailable", notSent);
       // The request may have reached the upstream, which may have acted on it: only the lifecycle may decide what
       // that means (upstream_result_unknown). The original error stays behind: nothing of the request travels on.
       throw new AxonError(Code.Unavailable, "UPSTREAM_RESULT_UNKNOWN", "the request was sent but no answer arrived", {

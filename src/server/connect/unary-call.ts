@@ -1,4 +1,4 @@
-import { create, fromBinary, fromJson, toBinary, toJson, type DescMessage, type Message } from "@bufbuild/protobuf";
+import { create, fromBinary, fromJson, toBinary, type DescMessage, type Message } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { acceptsGzip, compressMinBytes, gzip } from "../compression.js";
@@ -11,6 +11,9 @@ import { DirectCall } from "../pipeline/direct-call.js";
 import { readRequestBody, requestUndecodable, type IncomingRequest } from "../request-body.js";
 import { visibleHeaders } from "../response-headers.js";
 import type { ResolvedMethod } from "../rpc-methods.js";
+import { isStrictService, strictResponseHeaders } from "../strict/contract.js";
+import { decodeStrictJson, refuseOversizedBody } from "../strict/json-body.js";
+import { responseJson } from "../strict/response-json.js";
 
 export interface ConnectUnaryOptions {
   pipeline: CallPipeline;
@@ -51,9 +54,11 @@ async function serveConnectUnary(req: IncomingRequest, res: HttpResponse, target
   const { method } = target.spec;
   const header = (name: string): string | undefined => headerIn(req.headers, name);
   const call = options.pipeline.begin({ method, protocol: "connect", header, pathAgentName: target.pathAgentName });
+  const strict = isStrictService(method.parent);
+  const fixedHeaders = { "x-request-id": call.requestId, ...(strict ? strictResponseHeaders : {}) };
   const answerError = (status: ConnectError): void => {
     if (res.headersSent || res.writableEnded) return;
-    const headers = visibleHeaders({ "content-type": "application/json", "x-request-id": call.requestId }, status.metadata);
+    const headers = visibleHeaders({ "content-type": "application/json", ...fixedHeaders }, status.metadata);
     if (leavesUnreadBody(req)) headers.connection = "close";
     send(res, codeToHttpStatus(status.code), headers, errorToJsonBytes(status, {}));
   };
@@ -78,14 +83,15 @@ async function serveConnectUnary(req: IncomingRequest, res: HttpResponse, target
   });
   onClientGone(res, (reason) => context.abort(reason));
   try {
-    const request = decode(method.input, codec, await readRequestBody(req, options.maxRequestBytes, { allowGzip: true, tally: call.bodyTally(req) }));
+    const bytes = await readRequestBody(req, options.maxRequestBytes, { allowGzip: true, tally: call.bodyTally(req) });
+    const request = strict ? decodeStrict(method.input, codec, bytes) : decode(method.input, codec, bytes);
     const response = await context.unary(request);
-    let body: Uint8Array = codec === "proto" ? toBinary(method.output, response) : Buffer.from(JSON.stringify(toJson(method.output, response, { registry: typeRegistry })));
+    let body: Uint8Array = codec === "proto" ? toBinary(method.output, response) : Buffer.from(JSON.stringify(responseJson(method, response)));
     const gzipped = acceptsGzip(header("accept-encoding")) && body.byteLength >= compressMinBytes;
     if (gzipped) body = await gzip(body);
     if (!context.succeed()) return;
     const { header: sentHeader, trailer } = context.sentHeaders;
-    const headers = visibleHeaders({ "content-type": codec === "proto" ? "application/proto" : "application/json", "x-request-id": call.requestId }, sentHeader);
+    const headers = visibleHeaders({ "content-type": codec === "proto" ? "application/proto" : "application/json", ...fixedHeaders }, sentHeader);
     if (gzipped) headers["content-encoding"] = "gzip";
     for (const [name, value] of Object.entries(visibleHeaders({}, trailer))) headers[`trailer-${name}`] = value;
     send(res, 200, headers, body);
@@ -102,6 +108,13 @@ function decode(schema: DescMessage, codec: ConnectCodec, bytes: Uint8Array): Me
   } catch (error) {
     throw requestUndecodable(codec === "json" && error instanceof Error ? error.message : undefined);
   }
+}
+
+/** A strict service's body: JSON read as strictly as on REST, protobuf as usual; both within 2 MiB. */
+function decodeStrict(schema: DescMessage, codec: ConnectCodec, bytes: Uint8Array): Message {
+  if (codec === "json") return decodeStrictJson(schema, bytes);
+  refuseOversizedBody(bytes);
+  return decode(schema, codec, bytes);
 }
 
 function send(res: HttpResponse, status: number, headers: Record<string, string>, body: Uint8Array): void {

@@ -6,7 +6,8 @@ import type { ServiceAuthenticator } from "../authenticate.js";
 import type { BodyTally, ClosingRequest, IntakeBudget } from "../intake-budget.js";
 import { pathAgentNameKey, principalKey, protocolKey, requestIdKey, requestMetadataKey, type Protocol } from "../context.js";
 import { okCode, type Metrics, type RouteMetrics } from "../metrics.js";
-import { errorInfoOf, isExpected, toConnectError } from "../status.js";
+import { errorInfoOf, isExpected, toConnectError, type MapOptions } from "../status.js";
+import { isStrictService } from "../strict/contract.js";
 
 /** What a transport knows of a call once its headers have arrived, before any of its body. */
 export interface CallStart {
@@ -82,7 +83,7 @@ export class CallPipeline {
     let bound = byProtocol.get(protocol);
     if (bound === undefined) {
       const route = `/${method.parent.typeName}/${method.name}`;
-      bound = { route, metrics: this.options.metrics.forRoute(route, protocol) };
+      bound = { route, metrics: this.options.metrics.forRoute(route, protocol), mapOptions: { contractCodes: isStrictService(method.parent) } };
       byProtocol.set(protocol, bound);
     }
     return bound;
@@ -92,6 +93,8 @@ export class CallPipeline {
 interface BoundRoute {
   readonly route: string;
   readonly metrics: RouteMetrics;
+  /** How its errors are mapped: a strict service's carry unYOLO's code words. */
+  readonly mapOptions: MapOptions;
 }
 
 /** One call between `begin` and `finish`. */
@@ -132,7 +135,7 @@ export class Call {
    * one log line. Returns the error as the client must see it (undefined for success), however often it is called.
    */
   finish(error?: unknown): ConnectError | undefined {
-    const mapped = error === undefined ? undefined : toConnectError(error);
+    const mapped = error === undefined ? undefined : toConnectError(error, this.route.mapOptions);
     if (this.finished) return mapped;
     this.finished = true;
     const ms = performance.now() - this.started;

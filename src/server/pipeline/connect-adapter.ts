@@ -5,6 +5,7 @@ import { protocolKey } from "../context.js";
 import { toConnectError } from "../status.js";
 import type { BodyTally, ClosingRequest } from "../intake-budget.js";
 import type { Call, CallPipeline } from "./call-pipeline.js";
+import { isStrictService, strictResponseHeaders } from "../strict/contract.js";
 
 interface OpenCall {
   readonly call: Call;
@@ -37,6 +38,7 @@ export function connectPipeline(pipeline: CallPipeline): {
       });
       context.values.set(openCallKey, { call, trailer: context.responseTrailer });
       context.responseHeader.set("x-request-id", call.requestId);
+      if (isStrictService(context.service)) for (const [name, value] of Object.entries(strictResponseHeaders)) context.responseHeader.set(name, value);
       if (call.refusal !== undefined) throw call.refusal;
     },
 

@@ -12,6 +12,7 @@ import { AxonError, invalidArgument, type FieldViolation } from "../../errors.js
 import { typeRegistry } from "../descriptors.js";
 import { findField, hasSpecialJson } from "./field-path.js";
 import { isJsonObject } from "../../json.js";
+import { fieldKey } from "../../operations/providers/transcript-text.js";
 
 /**
  * Request JSON is read as neuro-san read it: unknown fields are ignored, an enum accepts its name in
@@ -22,8 +23,20 @@ import { isJsonObject } from "../../json.js";
  * its path), then handed to protobuf-es, which stays the one JSON codec.
  */
 export function parseLenientJson<Desc extends DescMessage>(schema: Desc, json: JsonValue): MessageShape<Desc> {
+  return parseRequestJson(schema, json, false);
+}
+
+/**
+ * Request JSON as the strict services read it (agent-v1.md §11): as `parseLenientJson`, except that a field the
+ * message does not have, at any depth, is a violation naming it.
+ */
+export function parseStrictJson<Desc extends DescMessage>(schema: Desc, json: JsonValue): MessageShape<Desc> {
+  return parseRequestJson(schema, json, true);
+}
+
+function parseRequestJson<Desc extends DescMessage>(schema: Desc, json: JsonValue, strict: boolean): MessageShape<Desc> {
   const violations: FieldViolation[] = [];
-  const normalized = normalizeMessage(schema, json === null ? {} : json, "", violations);
+  const normalized = normalizeMessage(schema, json === null ? {} : json, "", { violations, strict });
   if (violations.length > 0) throw invalidFields(violations);
   try {
     return fromJson(schema, normalized, readOptions);
@@ -35,17 +48,30 @@ export function parseLenientJson<Desc extends DescMessage>(schema: Desc, json: J
 
 /** Decodes a request body as UTF-8 JSON; empty (or blank) means no body. */
 export function parseJsonText(bytes: Uint8Array): JsonValue | undefined {
+  const text = requestText(bytes);
+  return text === undefined ? undefined : parseText(text);
+}
+
+/** A request body as UTF-8 text; undefined when it is empty or blank. */
+export function requestText(bytes: Uint8Array): string | undefined {
   let text: string;
   try {
     text = utf8.decode(bytes);
   } catch {
     throw malformedJson("request body is not UTF-8");
   }
-  if (text.trim() === "") return undefined;
+  return text.trim() === "" ? undefined : text;
+}
+
+/**
+ * JSON.parse, refusing what is not one JSON value (trailing data included) as MALFORMED_JSON, a violation of `field`
+ * (the whole body is "").
+ */
+export function parseText(text: string, field = ""): JsonValue {
   try {
     return JSON.parse(text) as JsonValue;
   } catch (error) {
-    throw malformedJson(error instanceof Error ? error.message : String(error));
+    throw malformedJson(error instanceof Error ? error.message : String(error), field);
   }
 }
 
@@ -63,7 +89,14 @@ export function normalizeEnumJson(desc: DescEnum, value: JsonValue): string | nu
 const readOptions = { registry: typeRegistry, ignoreUnknownFields: true };
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
-function normalizeMessage(message: DescMessage, json: JsonValue, path: string, violations: FieldViolation[]): JsonValue {
+/** What one walk collects, and whether it refuses unknown fields. */
+interface Walk {
+  readonly violations: FieldViolation[];
+  readonly strict: boolean;
+}
+
+function normalizeMessage(message: DescMessage, json: JsonValue, path: string, walk: Walk): JsonValue {
+  const { violations } = walk;
   if (hasSpecialJson(message)) return checkWellKnown(message, json, path, violations);
   if (!isJsonObject(json)) {
     violations.push({ field: path, description: `expected a JSON object, got ${describeValue(json)}` });
@@ -72,13 +105,17 @@ function normalizeMessage(message: DescMessage, json: JsonValue, path: string, v
   const normalized: JsonObject = {};
   for (const [key, value] of Object.entries(json)) {
     const field = findField(message, key);
-    if (field === undefined) continue;
-    normalized[key] = normalizeField(field, value, join(path, field.jsonName), violations);
+    if (field === undefined) {
+      if (walk.strict) violations.push({ field: join(path, fieldKey(key)), description: "unknown field" });
+      continue;
+    }
+    normalized[key] = normalizeField(field, value, join(path, field.jsonName), walk);
   }
   return normalized;
 }
 
-function normalizeField(field: DescField, value: JsonValue, path: string, violations: FieldViolation[]): JsonValue {
+function normalizeField(field: DescField, value: JsonValue, path: string, walk: Walk): JsonValue {
+  const { violations } = walk;
   if (value === null) return null;
   switch (field.fieldKind) {
     case "scalar":
@@ -86,7 +123,7 @@ function normalizeField(field: DescField, value: JsonValue, path: string, violat
     case "enum":
       return isNullValue(field.enum) ? value : normalizeEnumJson(field.enum, value);
     case "message":
-      return normalizeMessage(field.message, value, path, violations);
+      return normalizeMessage(field.message, value, path, walk);
     case "list": {
       if (!Array.isArray(value)) {
         violations.push({ field: path, description: `expected an array, got ${describeValue(value)}` });
@@ -99,7 +136,7 @@ function normalizeField(field: DescField, value: JsonValue, path: string, violat
           return item;
         }
         if (field.listKind === "enum") return normalizeEnumJson(field.enum, item);
-        if (field.listKind === "message") return normalizeMessage(field.message, item, itemPath, violations);
+        if (field.listKind === "message") return normalizeMessage(field.message, item, itemPath, walk);
         return checkLeaf(field, [item], item, itemPath, violations);
       });
     }
@@ -111,7 +148,7 @@ function normalizeField(field: DescField, value: JsonValue, path: string, violat
       const entries = Object.entries(value).map(([key, entry]): [string, JsonValue] => {
         const entryPath = `${path}[${JSON.stringify(key)}]`;
         if (field.mapKind === "enum") return [key, normalizeEnumJson(field.enum, entry)];
-        if (field.mapKind === "message") return [key, normalizeMessage(field.message, entry, entryPath, violations)];
+        if (field.mapKind === "message") return [key, normalizeMessage(field.message, entry, entryPath, walk)];
         return [key, checkLeaf(field, { [key]: entry }, entry, entryPath, violations)];
       });
       return Object.fromEntries(entries);
@@ -187,9 +224,9 @@ function invalidFields(violations: FieldViolation[]): AxonError {
   return invalidArgument("INVALID_FIELD", "request has invalid fields", violations);
 }
 
-function malformedJson(detail: string): AxonError {
+function malformedJson(detail: string, field = ""): AxonError {
   return new AxonError(Code.InvalidArgument, "MALFORMED_JSON", "request body is not valid JSON", {
     metadata: { detail },
-    fieldViolations: [{ field: "", description: detail }],
+    fieldViolations: [{ field, description: detail }],
   });
 }

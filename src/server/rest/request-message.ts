@@ -1,8 +1,9 @@
 import { ScalarType, type DescField, type JsonObject, type JsonValue, type Message } from "@bufbuild/protobuf";
-import { invalidArgument } from "../../errors.js";
+import { invalidArgument, type FieldViolation } from "../../errors.js";
+import { fieldKey } from "../../operations/providers/transcript-text.js";
 import { findField, resolveFieldPath } from "./field-path.js";
 import type { RestRoute } from "./http-rule.js";
-import { parseLenientJson } from "./lenient-json.js";
+import { parseLenientJson, parseStrictJson } from "./lenient-json.js";
 import type { PathVariables } from "./path-template.js";
 
 export interface RestRequestParts {
@@ -10,6 +11,11 @@ export interface RestRequestParts {
   readonly query: URLSearchParams;
   /** The parsed JSON body; undefined when there was none. */
   readonly body: JsonValue | undefined;
+  /**
+   * A strict service's request (agent-v1.md §11): an unknown field, a query parameter given twice or empty, or one
+   * that names no free field, is refused rather than ignored.
+   */
+  readonly strict?: boolean;
 }
 
 /**
@@ -23,22 +29,43 @@ export function buildRequestMessage(route: RestRoute, parts: RestRequestParts): 
   const boundPaths = [...parts.variables.keys()].map((key) => key.split("."));
   const bodyField = route.body === "" || route.body === "*" ? undefined : findField(input, route.body);
 
-  if (route.body !== "*") {
-    for (const key of new Set(parts.query.keys())) {
-      const path = key.split(".");
-      const fields = resolveFieldPath(input, path);
-      if (fields === undefined || fields[0] === bodyField || boundPaths.some((bound) => overlaps(bound, fields))) continue;
-      const leaf = fields[fields.length - 1]!;
-      const values = parts.query.getAll(key);
-      const value = leaf.fieldKind === "list" ? values.map((text) => fromText(leaf, text)) : fromText(leaf, values[values.length - 1]!);
-      setAt(json, fields, value);
+  const refused: FieldViolation[] = [];
+  if (parts.strict) refused.push(...strictQueryViolations(parts.query));
+  for (const key of new Set(parts.query.keys())) {
+    // With body "*" every field comes from the body or the path: no query parameter names one.
+    const fields = route.body === "*" ? undefined : resolveFieldPath(input, key.split("."));
+    if (fields === undefined || fields[0] === bodyField || boundPaths.some((bound) => overlaps(bound, fields))) {
+      if (parts.strict) refused.push({ field: fieldKey(key), description: "not a query parameter of this route" });
+      continue;
     }
+    const leaf = fields[fields.length - 1]!;
+    const values = parts.query.getAll(key);
+    const value = leaf.fieldKind === "list" ? values.map((text) => fromText(leaf, text)) : fromText(leaf, values[values.length - 1]!);
+    setAt(json, fields, value);
   }
+  if (refused.length > 0) throw invalidArgument("INVALID_QUERY", "the query string is invalid", dedupe(refused));
   for (const [key, text] of parts.variables) {
     const fields = resolveFieldPath(input, key.split("."))!;
     setAt(json, fields, fromText(fields[fields.length - 1]!, text));
   }
-  return parseLenientJson(input, json);
+  return parts.strict ? parseStrictJson(input, json) : parseLenientJson(input, json);
+}
+
+/** Every parameter at most once, none empty. */
+function strictQueryViolations(query: URLSearchParams): FieldViolation[] {
+  const violations: FieldViolation[] = [];
+  const seen = new Set<string>();
+  for (const [key, value] of query) {
+    if (seen.has(key)) violations.push({ field: fieldKey(key), description: "given more than once" });
+    else if (value === "") violations.push({ field: fieldKey(key), description: "must not be empty" });
+    seen.add(key);
+  }
+  return violations;
+}
+
+function dedupe(violations: FieldViolation[]): FieldViolation[] {
+  const seen = new Set<string>();
+  return violations.filter((violation) => !seen.has(violation.field) && seen.add(violation.field));
 }
 
 function bodyJson(route: RestRoute, body: JsonValue | undefined): JsonObject {

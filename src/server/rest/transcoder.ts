@@ -15,6 +15,9 @@ import { JsonLinesWriter } from "./json-lines-writer.js";
 import { withNeuroSanFields } from "./neuro-san-json.js";
 import { parseJsonText } from "./lenient-json.js";
 import { buildRequestMessage } from "./request-message.js";
+import { isStrictService, strictResponseHeaders } from "../strict/contract.js";
+import { parseStrictBody } from "../strict/json-body.js";
+import { responseJson } from "../strict/response-json.js";
 
 export type { RestRoute } from "./http-rule.js";
 
@@ -57,9 +60,11 @@ export function createRestTranscoder(options: RestTranscoderOptions): RestTransc
       return true;
     }
     const { route, variables } = match;
+    const strict = isStrictService(route.method.parent);
     const header = (name: string): string | undefined => headerIn(req.headers, name);
     const call = options.pipeline.begin({ method: route.method, protocol: "rest", header });
     res.setHeader("x-request-id", call.requestId);
+    if (strict) for (const [name, value] of Object.entries(strictResponseHeaders)) res.setHeader(name, value);
     let writer: JsonLinesWriter | undefined;
     const answerError = (status: ConnectError): void => {
       if (writer?.started) {
@@ -95,8 +100,9 @@ export function createRestTranscoder(options: RestTranscoderOptions): RestTransc
       context.abort(reason);
     });
     try {
-      const body = route.body === "" ? undefined : parseJsonText(await readRequestBody(req, options.maxRequestBytes, { tally: call.bodyTally(req) }));
-      const request = buildRequestMessage(route, { variables, query: url.searchParams, body });
+      const bytes = route.body === "" ? undefined : await readRequestBody(req, options.maxRequestBytes, { tally: call.bodyTally(req) });
+      const body = bytes === undefined ? undefined : strict ? parseStrictBody(bytes) : parseJsonText(bytes);
+      const request = buildRequestMessage(route, { variables, query: url.searchParams, body, strict });
       if (route.method.methodKind === "server_streaming") {
         writer = new JsonLinesWriter(res, clientGone.signal);
         await streamJsonLines(route, context, call, writer, request);
@@ -119,7 +125,7 @@ export function createRestTranscoder(options: RestTranscoderOptions): RestTransc
  */
 export function restResponseJson(route: RestRoute, response: Message): JsonValue {
   const { output } = route.method;
-  const json = withNeuroSanFields(route.method, toJson(output, response, { registry: typeRegistry })) as JsonObject;
+  const json = withNeuroSanFields(route.method, responseJson(route.method, response)) as JsonObject;
   if (route.responseBody === "") return json;
   const field = output.fields.find((candidate) => candidate.name === route.responseBody)!;
   return json[field.jsonName] ?? {};

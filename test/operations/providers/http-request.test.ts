@@ -547,25 +547,25 @@ describe("http.request", () => {
       expect(result.body).toContain("rejected");
     });
 
-    it("connection refused fails as upstream_unavailable: nothing was sent", async () => {
+    it("connection refused fails as operation_upstream_unavailable: nothing was sent", async () => {
       const closed = await Upstream.start();
       await closed.close();
       const refused = new HttpRequestProvider({ credentials: new Credentials([credential("example", closed.url)], env) });
       expect(await refused.execute(get("/x"), context())).toEqual({
         state: "failed",
-        code: "upstream_unavailable",
+        code: "operation_upstream_unavailable",
         message: "the upstream refused the connection",
       });
     });
 
-    it("a host name that does not resolve fails as upstream_unavailable", async () => {
+    it("a host name that does not resolve fails as operation_upstream_unavailable", async () => {
       const nowhere = new HttpRequestProvider({ credentials: new Credentials([credential("example", "http://axon-test.invalid")], env) });
-      expect(await nowhere.execute(get("/x"), context())).toMatchObject({ state: "failed", code: "upstream_unavailable" });
+      expect(await nowhere.execute(get("/x"), context())).toMatchObject({ state: "failed", code: "operation_upstream_unavailable" });
     });
 
-    it("a port the HTTP client blocks fails as upstream_unavailable", async () => {
+    it("a port the HTTP client blocks fails as operation_upstream_unavailable", async () => {
       const blocked = new HttpRequestProvider({ credentials: new Credentials([credential("example", "http://127.0.0.1:6000")], env) });
-      expect(await blocked.execute(get("/x"), context())).toMatchObject({ state: "failed", code: "upstream_unavailable" });
+      expect(await blocked.execute(get("/x"), context())).toMatchObject({ state: "failed", code: "operation_upstream_unavailable" });
     });
 
     it("an upstream that takes the request and never answers makes the outcome unknown (rejects)", async () => {
