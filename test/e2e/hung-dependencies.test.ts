@@ -202,12 +202,13 @@ describe("a hung LLM and max_execution_seconds (network `slow`: 1 s)", () => {
     expect(stillHeld()).toEqual([]);
   });
 
-  it("does not cut healthy work: 48 concurrent chats whose LLM takes 300 ms a call all answer", async () => {
+  // On `patient` (5 s): the margin over the LLM's 300 ms holds even when a busy machine slows 48 chats down.
+  it("does not cut healthy work: 48 concurrent chats whose LLM takes 300 ms a call all answer within their deadline", async () => {
     llm.script(async (request) => {
       await new Promise((resolve) => setTimeout(resolve, 300));
       return defaultReply(request);
     });
-    const ended = await within(15_000, concurrentChats(12, "slow"), "the chats");
+    const ended = await within(15_000, concurrentChats(12, "patient"), "the chats");
     for (const ending of ended) {
       expect(ending, ending.protocol).toEqual({ protocol: ending.protocol, code: 0, answer: expect.stringContaining(ending.protocol) });
     }
