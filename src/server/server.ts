@@ -7,6 +7,7 @@ import { AxonError, notFound } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { McpHandler } from "../mcp/http-transport.js";
 import { serviceAuthenticator } from "./authenticate.js";
+import { checkedEnvelopes, isEnveloped } from "./connect/checked-envelopes.js";
 import { connectNodeRequest } from "./connect/node-request.js";
 import { connectUnaryRoute } from "./connect/unary-call.js";
 import { pathAgentNameKey, protocolKey, type Protocol } from "./context.js";
@@ -140,7 +141,11 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
       values.set(protocolKey, protocolOf(req.headers["content-type"]));
       if (rpc.pathAgentName !== undefined) values.set(pathAgentNameKey, rpc.pathAgentName);
       const connectHandler = connectHandlers.get(requestPath(rpc.spec.method))!;
-      const request = connectNodeRequest(req, res, values, (body) => adapter.meteredBody(values, req, body));
+      const contentType = req.headers["content-type"];
+      const checks = { maxBytes: config.maxRequestBytes, strict: isStrictService(rpc.spec.method.parent), json: contentType?.includes("json") === true };
+      const request = connectNodeRequest(req, res, values, (body) =>
+        adapter.meteredBody(values, req, isEnveloped(contentType) ? checkedEnvelopes(body, checks) : body),
+      );
       const response = closingUnreadBody(req, await refuseUndecodable(await connectHandler(request)));
       await universalResponseToNodeResponse(response, res);
       return adapter.finishRefused(values, response);

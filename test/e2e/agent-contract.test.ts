@@ -140,6 +140,63 @@ describe.each(["sqlite", "postgresql"] as const)("Agent V1 and Operator V1 to th
       expect(end.error.message).toContain("colour");
     });
 
+    /** The envelopes of a stream's answer: each message's flags and JSON. */
+    const envelopesOf = (bytes: Buffer) => {
+      const envelopes: { flags: number; json: Json }[] = [];
+      for (let at = 0; at < bytes.byteLength; ) {
+        const end = at + 5 + bytes.readUInt32BE(at + 1);
+        const text = bytes.subarray(at + 5, end).toString("utf8");
+        envelopes.push({ flags: bytes[at]!, json: (bytes[at]! & 0x80 ? text : JSON.parse(text)) as Json });
+        at = end;
+      }
+      return envelopes;
+    };
+    const envelope = (flags: number, payload: Buffer, declaredLength = payload.byteLength) => {
+      const header = Buffer.alloc(5);
+      header[0] = flags;
+      header.writeUInt32BE(declaredLength, 1);
+      return Buffer.concat([header, payload]);
+    };
+    const watchOperation = async (contentType: string, body: Buffer) => {
+      const response = await fetch(`${server.url}/axon.agent.v1.AgentOperationsService/WatchOperation`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${alice}`, "content-type": contentType, "connect-protocol-version": "1" },
+        body,
+      });
+      return { response, envelopes: envelopesOf(Buffer.from(await response.arrayBuffer())) };
+    };
+
+    it("a Connect stream's request with a key given twice ends with invalid_argument naming it and unYOLO's code word", async () => {
+      const { response, envelopes } = await watchOperation("application/connect+json", envelope(0, Buffer.from('{"id":"op_nothing","id":"op_other"}')));
+      expect(response.headers.get("cache-control")).toBe("no-store");
+      const end = envelopes.at(-1)!;
+      expect(end.flags).toBe(2);
+      expect(end.json.error).toMatchObject({ code: "invalid_argument" });
+      expect(connectDetailsOf(end.json.error).info.metadata).toMatchObject({ code: "invalid_request" });
+      expect(connectDetailsOf(end.json.error).violations.map((violation) => violation.field)).toEqual(["id"]);
+    });
+
+    /** The trailers a gRPC-Web answer ends with (its last envelope, flag 0x80), by name. */
+    const trailersOf = (envelopes: { flags: number; json: Json }[]) => {
+      const last = envelopes.at(-1)!;
+      expect(last.flags).toBe(0x80);
+      const lines = String(last.json).trim().split("\r\n");
+      return Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(":")), line.slice(line.indexOf(":") + 1).trim()]));
+    };
+
+    it("gRPC-Web JSON refuses a key given twice, and a message declared over 2 MiB before it arrives", async () => {
+      const duplicate = trailersOf((await watchOperation("application/grpc-web+json", envelope(0, Buffer.from('{"id":"op_nothing","after_revision":0,"after_revision":1}')))).envelopes);
+      expect(duplicate["grpc-status"]).toBe("3");
+      expect(decodeURIComponent(duplicate["grpc-message"]!)).toBe("a key appears twice in one JSON object");
+      const details = Buffer.from(duplicate["grpc-status-details-bin"]!, "base64").toString("latin1");
+      expect(details).toContain("after_revision");
+      expect(details).toContain("invalid_request");
+
+      const oversized = trailersOf((await watchOperation("application/grpc-web+json", envelope(0, Buffer.from("{}"), 2 * 1024 * 1024 + 1))).envelopes);
+      expect(oversized["grpc-status"]).toBe("3");
+      expect(decodeURIComponent(oversized["grpc-message"]!)).toContain("2 MiB");
+    });
+
     it("the neuro-san API keeps reading leniently: unknown fields and duplicates are accepted there", async () => {
       const response = await fetch(`${server.url}/api/v1/greeter/streaming_chat`, {
         method: "POST",

@@ -374,6 +374,22 @@ describe("the intake", () => {
       expect(answer.status).toBe(413);
       expect(errorInfo(JSON.parse(answer.body))).toMatchObject({ reason: "REQUEST_TOO_LARGE", metadata: { category: "rejected" } });
     });
+
+    it("a Connect stream's message declared over the size limit ends with REQUEST_TOO_LARGE, category rejected, before it is read", async () => {
+      const header = Buffer.alloc(5);
+      header.writeUInt32BE(5 * 1024 * 1024, 1);
+      const response = await fetch(`${server.url}/dev.cognizant_ai.neuro_san.api.grpc.agent.AgentService/StreamingChat`, {
+        method: "POST",
+        headers: { "content-type": "application/connect+json", "connect-protocol-version": "1" },
+        body: Buffer.concat([header, Buffer.from("{}")]),
+      });
+      const bytes = Buffer.from(await response.arrayBuffer());
+      expect(bytes[0]).toBe(2); // the end of the stream, and its only message
+      const { error } = JSON.parse(bytes.subarray(5).toString("utf8")) as { error: { code: string; details: { type: string; debug: unknown }[] } };
+      expect(error.code).toBe("resource_exhausted");
+      const info = error.details.find((detail) => detail.type === "google.rpc.ErrorInfo")?.debug;
+      expect(info).toMatchObject({ reason: "REQUEST_TOO_LARGE", metadata: { category: "rejected" } });
+    });
   });
 });
 

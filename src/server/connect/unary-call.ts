@@ -113,7 +113,7 @@ function decode(schema: DescMessage, codec: ConnectCodec, bytes: Uint8Array): Me
 /** A strict service's body: JSON read as strictly as on REST, protobuf as usual; both within 2 MiB. */
 function decodeStrict(schema: DescMessage, codec: ConnectCodec, bytes: Uint8Array): Message {
   if (codec === "json") return decodeStrictJson(schema, bytes);
-  refuseOversizedBody(bytes);
+  refuseOversizedBody(bytes.byteLength);
   return decode(schema, codec, bytes);
 }
 

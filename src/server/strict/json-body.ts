@@ -11,7 +11,7 @@ import { findDuplicateKey } from "./duplicate-keys.js";
  * INVALID_ARGUMENT whose field violation names where it is.
  */
 export function parseStrictBody(bytes: Uint8Array): JsonValue | undefined {
-  refuseOversizedBody(bytes);
+  refuseOversizedBody(bytes.byteLength);
   const text = requestText(bytes);
   if (text === undefined) return undefined;
   const json = parseText(text, bodyField);
@@ -31,8 +31,8 @@ export function decodeStrictJson<Desc extends DescMessage>(schema: Desc, bytes: 
 }
 
 /** The 2 MiB bound, in bytes, on any codec's body (a protobuf body is bounded alike). */
-export function refuseOversizedBody(bytes: Uint8Array): void {
-  if (bytes.byteLength <= maxStrictBodyBytes) return;
+export function refuseOversizedBody(byteLength: number): void {
+  if (byteLength <= maxStrictBodyBytes) return;
   throw invalidArgument("REQUEST_BODY_TOO_LARGE", "the request body is larger than 2 MiB", [
     { field: bodyField, description: `at most ${maxStrictBodyBytes} bytes` },
   ]);
