@@ -6,16 +6,29 @@ import { requestTooLarge, requestUndecodable } from "./request-body.js";
 export const compressMinBytes = 1024;
 
 export const gzip: (bytes: Uint8Array) => Promise<Buffer> = promisify(zlib.gzip);
-const gunzip = promisify(zlib.gunzip) as (bytes: Uint8Array, options: zlib.ZlibOptions) => Promise<Buffer>;
+const inflaters = {
+  gzip: promisify(zlib.gunzip) as (bytes: Uint8Array, options: zlib.ZlibOptions) => Promise<Buffer>,
+  br: promisify(zlib.brotliDecompress) as (bytes: Uint8Array, options: zlib.BrotliOptions) => Promise<Buffer>,
+};
 
 /** Decompresses a request body, refusing one that inflates past the limit (a gzip bomb stops there). */
-export async function gunzipBounded(bytes: Uint8Array, maxBytes: number): Promise<Buffer> {
+export function gunzipBounded(bytes: Uint8Array, maxBytes: number): Promise<Buffer> {
+  return inflateBounded("gzip", bytes, maxBytes);
+}
+
+/** The same for either encoding a request may use (Connect and gRPC streams accept brotli too). */
+export async function inflateBounded(encoding: keyof typeof inflaters, bytes: Uint8Array, maxBytes: number): Promise<Buffer> {
   try {
-    return await gunzip(bytes, { maxOutputLength: maxBytes });
+    return await inflaters[encoding](bytes, { maxOutputLength: maxBytes });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") throw requestTooLarge(maxBytes);
-    throw requestUndecodable("the body is not valid gzip");
+    throw requestUndecodable(`the body is not valid ${encoding}`);
   }
+}
+
+/** The request encodings `inflateBounded` reads. */
+export function isInflatable(encoding: string | undefined): encoding is keyof typeof inflaters {
+  return encoding === "gzip" || encoding === "br";
 }
 
 /** Whether an accept-encoding list (`gzip, br;q=0.5`) names gzip. */

@@ -142,7 +142,12 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
       if (rpc.pathAgentName !== undefined) values.set(pathAgentNameKey, rpc.pathAgentName);
       const connectHandler = connectHandlers.get(requestPath(rpc.spec.method))!;
       const contentType = req.headers["content-type"];
-      const checks = { maxBytes: config.maxRequestBytes, strict: isStrictService(rpc.spec.method.parent), json: contentType?.includes("json") === true };
+      const checks = {
+        maxBytes: config.maxRequestBytes,
+        strict: isStrictService(rpc.spec.method.parent),
+        json: contentType?.includes("json") === true,
+        encoding: String(req.headers["connect-content-encoding"] ?? req.headers["grpc-encoding"] ?? "") || undefined,
+      };
       const request = connectNodeRequest(req, res, values, (body) =>
         adapter.meteredBody(values, req, isEnveloped(contentType) ? checkedEnvelopes(body, checks) : body),
       );

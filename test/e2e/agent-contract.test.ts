@@ -1,3 +1,4 @@
+import { gzipSync } from "node:zlib";
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -157,10 +158,10 @@ describe.each(["sqlite", "postgresql"] as const)("Agent V1 and Operator V1 to th
       header.writeUInt32BE(declaredLength, 1);
       return Buffer.concat([header, payload]);
     };
-    const watchOperation = async (contentType: string, body: Buffer) => {
+    const watchOperation = async (contentType: string, body: Buffer, headers: Record<string, string> = {}) => {
       const response = await fetch(`${server.url}/axon.agent.v1.AgentOperationsService/WatchOperation`, {
         method: "POST",
-        headers: { authorization: `Bearer ${alice}`, "content-type": contentType, "connect-protocol-version": "1" },
+        headers: { authorization: `Bearer ${alice}`, "content-type": contentType, "connect-protocol-version": "1", ...headers },
         body,
       });
       return { response, envelopes: envelopesOf(Buffer.from(await response.arrayBuffer())) };
@@ -173,6 +174,14 @@ describe.each(["sqlite", "postgresql"] as const)("Agent V1 and Operator V1 to th
       expect(end.flags).toBe(2);
       expect(end.json.error).toMatchObject({ code: "invalid_argument" });
       expect(connectDetailsOf(end.json.error).info.metadata).toMatchObject({ code: "invalid_request" });
+      expect(connectDetailsOf(end.json.error).violations.map((violation) => violation.field)).toEqual(["id"]);
+    });
+
+    it("a gzipped Connect stream message is read as strictly", async () => {
+      const gzipped = gzipSync('{"id":"op_nothing","id":"op_other"}');
+      const { envelopes } = await watchOperation("application/connect+json", envelope(1, gzipped), { "connect-content-encoding": "gzip" });
+      const end = envelopes.at(-1)!;
+      expect(end.json.error).toMatchObject({ code: "invalid_argument" });
       expect(connectDetailsOf(end.json.error).violations.map((violation) => violation.field)).toEqual(["id"]);
     });
 

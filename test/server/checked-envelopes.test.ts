@@ -1,3 +1,4 @@
+import { brotliCompressSync, gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { checkedEnvelopes, isEnveloped, type EnvelopeChecks } from "../../src/server/connect/checked-envelopes.js";
 
@@ -34,8 +35,8 @@ function everyCut(body: Buffer): number[][] {
   return cuts;
 }
 
-const strict: EnvelopeChecks = { maxBytes: 100, strict: true, json: true };
-const lenient: EnvelopeChecks = { maxBytes: 100, strict: false, json: true };
+const strict: EnvelopeChecks = { maxBytes: 100, strict: true, json: true, encoding: undefined };
+const lenient: EnvelopeChecks = { maxBytes: 100, strict: false, json: true, encoding: undefined };
 
 describe("the messages of an enveloped request", () => {
   it("pass on unchanged however they are cut into chunks", async () => {
@@ -59,8 +60,19 @@ describe("the messages of an enveloped request", () => {
     expect([...outcomes]).toEqual(["[resource_exhausted] request body too large"]);
   });
 
-  it("leave a compressed JSON message to connect-node's decoding", async () => {
-    expect(await passThrough(envelope(1, '{"b":1,"b":2}'), [], strict)).toBe("passed 18");
+  it("of a strict service are inflated to be read, gzip and brotli alike; another encoding is left to connect-node", async () => {
+    const json = '{"b":1,"b":2}';
+    const compressed = (bytes: Buffer) => {
+      const header = Buffer.alloc(5);
+      header[0] = 1;
+      header.writeUInt32BE(bytes.byteLength, 1);
+      return Buffer.concat([header, bytes]);
+    };
+    const refusal = "[invalid_argument] a key appears twice in one JSON object";
+    expect(await passThrough(compressed(gzipSync(json)), [7], { ...strict, encoding: "gzip" })).toBe(refusal);
+    expect(await passThrough(compressed(brotliCompressSync(json)), [], { ...strict, encoding: "br" })).toBe(refusal);
+    expect(await passThrough(envelope(1, json), [], { ...strict, encoding: "snappy" })).toBe("passed 18");
+    expect(await passThrough(compressed(gzipSync('{"b":1}')), [], { ...strict, encoding: "gzip" })).toMatch(/^passed/);
   });
 
   it("are told by their content type: Connect streams, gRPC and gRPC-Web, not Connect unary or gRPC-Web's text form", () => {
