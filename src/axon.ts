@@ -50,10 +50,20 @@ export async function startAxon(
 ): Promise<Axon> {
   const env = options.env ?? process.env;
   const { manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile } = config;
-  const registry = await AgentRegistry.load({ manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, environment: env, logger });
-  if (config.manifestUpdatePeriodSeconds > 0) registry.watch(config.manifestUpdatePeriodSeconds);
+  const registry = new AgentRegistry({ manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, environment: env, logger });
   const chats = options.chats ?? createAgentRuntime(config, registry, env, logger);
-  const operations = await startOperations(config, logger, { registry, chats, env });
+  // The networks are read while the database opens: the one is mostly the HOCON parser's work, the other mostly
+  // waiting for the disk and the SQLite thread. Nothing reads the registry before both are done.
+  const loading = registry.reload({ throwOnBrokenManifest: true });
+  const operations = await startOperations(config, logger, { registry, chats, env }).catch(async (error: unknown) => {
+    await loading.catch(() => undefined);
+    throw error;
+  });
+  await loading.catch(async (error: unknown) => {
+    await operations.close();
+    throw error;
+  });
+  if (config.manifestUpdatePeriodSeconds > 0) registry.watch(config.manifestUpdatePeriodSeconds);
   const health = new HealthState();
   const server = await startServer({
     config,
@@ -73,6 +83,8 @@ export async function startAxon(
     },
   });
   health.markReady();
+  // Submissions are stored from now on; the worker executes what is approved once it holds its lease.
+  void operations.worker.start();
   return {
     server,
     registry,
