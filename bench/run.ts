@@ -1,6 +1,5 @@
 import os from "node:os";
 import path from "node:path";
-import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { pino } from "pino";
 import { KeepAliveHttpClient, RawGrpcClient, type HttpRequestSpec } from "./clients.js";
@@ -9,6 +8,10 @@ import type { AxonReady } from "./serve-axon.js";
 import { printStartUp } from "./start.js";
 import type { BaselinesReady, CannedResponses } from "./serve-baselines.js";
 import { startServerProcess, type ServerProcess } from "./server-process.js";
+import { ConciergeService } from "../src/gen/neuro_san/api/grpc/concierge_pb.js";
+import { createLogger } from "../src/logger.js";
+import { Metrics } from "../src/server/metrics.js";
+import { CallPipeline } from "../src/server/pipeline/call-pipeline.js";
 import { IntakeBudget } from "../src/server/intake-budget.js";
 
 /*
@@ -230,16 +233,12 @@ function row(surface: string, server: string, figures: ReturnType<typeof combine
 }
 
 /**
- * What the call pipeline costs a call, in this process: `begin` (request id, forwarded metadata, authentication) and
- * `finish` (status, metrics, the access line) for a List call, the access line written as `npm start` writes it
- * (pino's asynchronous writer, here on /dev/null), at info and with access lines off (warn).
+ * What the call pipeline costs a call, in this process (from the sources, which tsx compiles as esbuild builds dist/):
+ * `begin` (request id, forwarded metadata, authentication) and `finish` (status, metrics, the access line) for a List
+ * call, the access line written as `npm start` writes it (pino's asynchronous writer, here on /dev/null), at info and
+ * with access lines off (warn).
  */
 async function printObservationCost(): Promise<void> {
-  const built = (module: string) => import(pathToFileURL(path.join(projectRoot, "dist", module)).href);
-  const { CallPipeline } = (await built("server/pipeline/call-pipeline.js")) as typeof import("../src/server/pipeline/call-pipeline.js");
-  const { Metrics } = (await built("server/metrics.js")) as typeof import("../src/server/metrics.js");
-  const { createLogger } = (await built("logger.js")) as typeof import("../src/logger.js");
-  const { ConciergeService } = (await built("gen/neuro_san/api/grpc/concierge_pb.js")) as typeof import("../src/gen/neuro_san/api/grpc/concierge_pb.js");
   const calls = 200_000;
   console.log("Observation per call (the pipeline's begin + finish, List over gRPC, no request id sent):");
   console.log("");

@@ -11,6 +11,9 @@ const buildDir = path.join(projectRoot, "dist");
 /** dist/web is the web console's build (vite), not this one's. */
 const webDir = path.join(buildDir, "web");
 
+/** What bench/serve-axon.ts imports from the build, to run Axon as `npm start` does with a logger of its own. */
+const benchEntries = ["axon.ts", "config.ts", "logger.ts"];
+
 /**
  * What Node starts: the server, the CLI, the MCP server on stdio, and each worker thread's code (every
  * `thread-main.ts`; src/project-root.ts's entryFile names them). Everything they import, Axon's modules and
@@ -18,7 +21,7 @@ const webDir = path.join(buildDir, "web");
  * /readyz. What is imported lazily (the LLM SDKs, MCP, PostgreSQL) becomes a chunk of its own, loaded
  * when first used.
  */
-const entryPoints = ["main.ts", "cli/main.ts", "mcp/stdio.ts"];
+const entryPoints = ["main.ts", "cli/main.ts", "mcp/stdio.ts", ...benchEntries];
 
 /**
  * Left to Node: native addons, packages that find their own files at run time (the schema engine's wasm, tsx's
