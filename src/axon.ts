@@ -28,9 +28,11 @@ export async function startAxon(
   const { manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile } = config;
   const registry = await AgentRegistry.load({ manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, environment: env, logger });
   if (config.manifestUpdatePeriodSeconds > 0) registry.watch(config.manifestUpdatePeriodSeconds);
-  const chats = options.chats ?? createAgentRuntime(config, registry, env, logger);
-  // agent.chat operations run on a thread of their own, off the loop that serves requests (started with the first).
-  const chatThread = options.chats ? undefined : new ChatThread({ config, env, logger });
+  // agent.chat operations run on a thread of their own, off the loop that serves requests (started with the first);
+  // AGENT_MAX_CONCURRENT_REQUESTS counts the chats of both runtimes, one shared cell each.
+  const chatCounts = new Int32Array(new SharedArrayBuffer(8));
+  const chats = options.chats ?? createAgentRuntime(config, registry, env, logger, { cells: chatCounts, mine: 0 });
+  const chatThread = options.chats ? undefined : new ChatThread({ config, env, logger, chatCounts: { cells: chatCounts, mine: 1 } });
   const operations = await startOperations(config, logger, { registry, chats: chatThread ?? chats, env });
   const health = new HealthState();
   const server = await startServer({

@@ -3,13 +3,19 @@ import type { Logger } from "../logger.js";
 import type { ChatRunner } from "./chat-runner.js";
 import { CodedToolLoader } from "./coded-tools.js";
 import type { AgentRegistry } from "./registry.js";
-import { AgentRuntime } from "./runtime.js";
+import { AgentRuntime, type AgentRuntimeOptions } from "./runtime.js";
 
 /**
  * The agent runtime as the server runs it: on the serving loop for StreamingChat, in the chat thread for agent.chat
  * operations, and in `axon mcp`. The LLM SDKs take a third of start-up to load, so they load with the first chat.
  */
-export function createAgentRuntime(config: Config, registry: AgentRegistry, env: NodeJS.ProcessEnv, logger: Logger): ChatRunner {
+export function createAgentRuntime(
+  config: Config,
+  registry: AgentRegistry,
+  env: NodeJS.ProcessEnv,
+  logger: Logger,
+  chatCounts?: AgentRuntimeOptions["chatCounts"],
+): ChatRunner {
   let providers: typeof import("../llm/providers.js") | undefined;
   let loading: Promise<typeof import("../llm/providers.js")> | undefined;
   const runtime = new AgentRuntime({
@@ -19,6 +25,7 @@ export function createAgentRuntime(config: Config, registry: AgentRegistry, env:
     codedTools: new CodedToolLoader(config.toolPath),
     logger,
     maxConcurrentChats: config.maxConcurrentRequests,
+    ...(chatCounts === undefined ? {} : { chatCounts }),
     heartbeatSeconds: config.heartbeatSeconds,
   });
   return {

@@ -8,6 +8,7 @@ import type { Config } from "../../config.js";
 import type { Logger } from "../../logger.js";
 import { AsyncQueue } from "../async-queue.js";
 import type { ChatRunner, ChatTurn } from "../chat-runner.js";
+import type { AgentRuntimeOptions } from "../runtime.js";
 import type { ChatThreadSettings, Instruction, Report } from "./protocol.js";
 import { fromWireError } from "./wire-error.js";
 
@@ -20,6 +21,8 @@ export interface ChatThreadOptions {
   env: NodeJS.ProcessEnv;
   /** The thread's records are written to this logger's destination, at its level. */
   logger: Logger;
+  /** The thread's cell among the server's chat counts, so one limit covers the chats on both sides. */
+  chatCounts?: AgentRuntimeOptions["chatCounts"];
 }
 
 /**
@@ -70,12 +73,16 @@ class RunningThread {
   private ended = false;
 
   static async spawn(options: ChatThreadOptions, onEnd: () => void): Promise<RunningThread> {
-    const { config, env, logger } = options;
-    const settings: ChatThreadSettings = { config, logLevel: logger.level };
+    const { config, env, logger, chatCounts } = options;
+    const settings: ChatThreadSettings = { config, logLevel: logger.level, chatCounts };
     const worker = new Worker(new URL(threadEntry, import.meta.url), { workerData: settings, env });
     // The destination the server logger writes to: the thread's records, serialized there, join the same stream.
     const log = (logger as unknown as Record<symbol, { write(record: string): unknown }>)[symbols.streamSym]!;
-    const thread = new RunningThread(worker, log, logger, onEnd);
+    const thread = new RunningThread(worker, log, logger, () => {
+      // The chats a dead thread counted will never end there.
+      if (chatCounts) Atomics.store(chatCounts.cells, chatCounts.mine, 0);
+      onEnd();
+    });
     try {
       await thread.ready;
     } catch (error) {

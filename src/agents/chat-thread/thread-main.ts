@@ -17,7 +17,7 @@ import { toWireError } from "./wire-error.js";
  * of the same manifest, reloaded as the server's is; its environment is the server's (the Worker's `env`).
  */
 
-const { config, logLevel } = workerData as ChatThreadSettings;
+const { config, logLevel, chatCounts } = workerData as ChatThreadSettings;
 const port = parentPort!;
 const send = (report: Report) => port.postMessage(report);
 // One log stream: records go to the server's logger, which writes them where it writes its own.
@@ -31,7 +31,7 @@ try {
   // No logger: the server's registry already reports the same files' problems.
   registry = await AgentRegistry.load({ manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, environment: process.env });
   if (config.manifestUpdatePeriodSeconds > 0) registry.watch(config.manifestUpdatePeriodSeconds);
-  runtime = createAgentRuntime(config, registry, process.env, logger);
+  runtime = createAgentRuntime(config, registry, process.env, logger, chatCounts);
   port.on("message", (instruction: Instruction) => {
     if (instruction.kind === "start") void run(instruction);
     else chats.get(instruction.id)?.abort();
