@@ -126,9 +126,12 @@ class RunningThread {
     if (this.ended) throw chatThreadEnded();
     const id = ++this.lastId;
     const cancel = () => this.post({ kind: "cancel", id });
+    // The execution worker hands all its executions one signal: a listener per chat would pile up on it (and warn
+    // past ten), while a signal of the chat's own, following it, holds its one listener.
+    const signal = AbortSignal.any([turn.signal]);
     const messages = new AsyncQueue<ChatMessage>();
     const started = new Promise<void>((resolve, reject) => {
-      this.chats.set(id, { started: { resolve, reject }, messages, detach: () => turn.signal.removeEventListener("abort", cancel) });
+      this.chats.set(id, { started: { resolve, reject }, messages, detach: () => signal.removeEventListener("abort", cancel) });
     });
     if (this.chats.size === 1) this.worker.ref();
     this.post({
@@ -141,8 +144,8 @@ class RunningThread {
       chatContext: turn.chatContext && toBinary(ChatContextSchema, turn.chatContext),
       metadata: turn.metadata,
     });
-    if (turn.signal.aborted) cancel();
-    else turn.signal.addEventListener("abort", cancel, { once: true });
+    if (signal.aborted) cancel();
+    else signal.addEventListener("abort", cancel, { once: true });
     await started;
     return messages;
   }

@@ -1,3 +1,6 @@
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -108,15 +111,26 @@ describe("the chat thread", () => {
     expect(llm.requests).toHaveLength(0);
   });
 
-  it("cancels the chat in the thread when the turn's signal aborts", async () => {
-    const cancel = new AbortController();
-    const messages = (await threadWith(env).start(turn("Waiter", { signal: cancel.signal })))[Symbol.asyncIterator]();
-    // The Waiter's progress message says it is waiting on the chat's own signal, in the thread.
-    for (let next = await messages.next(); !next.done; next = await messages.next()) {
-      if (next.value.structure?.["waiting"] === true) break;
+  it("cancels the chats in the thread when their signal aborts, one signal shared by many as the worker shares it", async () => {
+    const warnings: Error[] = [];
+    const warned = (warning: Error) => warnings.push(warning);
+    process.on("warning", warned);
+    try {
+      const stopping = new AbortController();
+      const thread = threadWith(env);
+      const chats = await Promise.all(Array.from({ length: 12 }, async () => (await thread.start(turn("Waiter", { signal: stopping.signal })))[Symbol.asyncIterator]()));
+      // Each Waiter's progress message says it is waiting on its chat's own signal, in the thread.
+      for (const messages of chats) {
+        for (let next = await messages.next(); !next.done; next = await messages.next()) {
+          if (next.value.structure?.["waiting"] === true) break;
+        }
+      }
+      stopping.abort();
+      for (const messages of chats) await expect(drain(messages)).rejects.toThrow();
+      expect(warnings.map((warning) => warning.name)).not.toContain("MaxListenersExceededWarning");
+    } finally {
+      process.off("warning", warned);
     }
-    cancel.abort();
-    await expect(drain(messages)).rejects.toThrow();
   });
 
   it("fails the chats a dying thread takes with it as CHAT_THREAD_ENDED, and the next chat starts a new thread", async () => {
@@ -151,6 +165,28 @@ describe("the chat thread", () => {
     await expect(collect(await thread.start(turn("Exiter")))).rejects.toMatchObject({ reason: "CHAT_THREAD_ENDED" });
     expect([...cells]).toEqual([0, 0]);
     await collect(await onLoop.start(turn("Hello")));
+  });
+
+  it("serves a network the server's registry has just reloaded, catching up with it", async () => {
+    const registries = mkdtempSync(path.join(os.tmpdir(), "axon-chat-thread-"));
+    try {
+      const manifest = path.join(registries, "manifest.hocon");
+      copyFileSync(path.join(projectRoot, "test/fixtures/chat-thread/registries/thread_probe.hocon"), path.join(registries, "thread_probe.hocon"));
+      writeFileSync(manifest, `{ "thread_probe.hocon": true }`);
+      const reloading = { ...env, AGENT_MANIFEST_FILE: manifest };
+      const serving = await AgentRegistry.load({ manifestFile: manifest, projectRoot });
+      const thread = threadWith(reloading);
+      await collect(await thread.start(turn("WhereAmI"))); // the thread has loaded the manifest as it was
+
+      writeFileSync(path.join(registries, "second.hocon"), `{ llm_config { model_name: "gpt-4o-mini" }, tools: [{ name: "Second", instructions: "Answer." }] }`);
+      writeFileSync(manifest, `{ "thread_probe.hocon": true, "second.hocon": true }`);
+      await serving.reload();
+      const messages = await collect(await thread.start(turn("Hello", { network: serving.require("second") })));
+      expect(finalOf(messages)?.text).toBe("Answer: Hello");
+      serving.close();
+    } finally {
+      rmSync(registries, { recursive: true, force: true });
+    }
   });
 
   it("writes the thread's log records to the server's logger, at its level", async () => {
