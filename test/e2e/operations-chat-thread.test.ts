@@ -2,13 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { alice, operationsApi, roomyAdmission, writeFiles } from "../support/operations.js";
 import { ScriptedLlm } from "../support/scripted-llm/scripted-llm.js";
 import { startTestServer, type TestServer } from "../support/server.js";
-import { callingFirst } from "../support/tool-script.js";
-
-/** The front man calls the tool the user names, then answers with its result. */
-const callTheNamedTool = callingFirst((request) => {
-  const last = request.messages.at(-1);
-  return last?.role === "user" ? { name: last.content } : undefined;
-});
+import { callingTheNamedTool } from "../support/tool-script.js";
 
 const chat = (key: string, text: string, slyData: Record<string, unknown> = {}) => ({
   idempotency_key: key,
@@ -25,7 +19,7 @@ describe("agent.chat operations on the chat thread", () => {
 
   beforeAll(async () => {
     llm = await ScriptedLlm.start("openai");
-    llm.script(callTheNamedTool);
+    llm.script(callingTheNamedTool);
     const env = {
       ...llm.env,
       ...writeFiles("http://127.0.0.1:9", roomyAdmission),

@@ -14,18 +14,12 @@ import { ChatMessage_ChatMessageType as MessageType, ChatMessageSchema, type Cha
 import { createLogger } from "../../../src/logger.js";
 import { ScriptedLlm } from "../../support/scripted-llm/scripted-llm.js";
 import { projectRoot } from "../../support/server.js";
-import { callingFirst } from "../../support/tool-script.js";
+import { callingFirst, callingTheNamedTool } from "../../support/tool-script.js";
 
 const fixtures = {
   AGENT_MANIFEST_FILE: "test/fixtures/chat-thread/registries/manifest.hocon",
   AGENT_TOOL_PATH: "test/fixtures/chat-thread/coded_tools",
 };
-
-/** The front man calls the tool the user names, then answers with its result. */
-const callTheNamedTool = callingFirst((request) => {
-  const last = request.messages.at(-1);
-  return last?.role === "user" ? { name: last.content } : undefined;
-});
 
 async function collect(messages: AsyncIterable<ChatMessage>): Promise<ChatMessage[]> {
   const collected: ChatMessage[] = [];
@@ -78,7 +72,7 @@ describe("the chat thread", () => {
   });
   beforeEach(() => {
     llm.reset();
-    llm.script(callTheNamedTool);
+    llm.script(callingTheNamedTool);
     logLines.length = 0;
   });
 
