@@ -26,14 +26,24 @@ export async function startAxon(
 ): Promise<Axon> {
   const env = options.env ?? process.env;
   const { manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile } = config;
-  const registry = await AgentRegistry.load({ manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, environment: env, logger });
-  if (config.manifestUpdatePeriodSeconds > 0) registry.watch(config.manifestUpdatePeriodSeconds);
+  const registry = new AgentRegistry({ manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, environment: env, logger });
   // agent.chat operations run on a thread of their own, off the loop that serves requests (started with the first);
   // AGENT_MAX_CONCURRENT_REQUESTS counts the chats of both runtimes, one shared cell each.
   const chatCounts = new Int32Array(new SharedArrayBuffer(8));
   const chats = options.chats ?? createAgentRuntime(config, registry, env, logger, { cells: chatCounts, mine: 0 });
   const chatThread = options.chats ? undefined : new ChatThread({ config, env, logger, chatCounts: { cells: chatCounts, mine: 1 } });
-  const operations = await startOperations(config, logger, { registry, chats: chatThread ?? chats, env });
+  // The networks are read while the database opens: the one is mostly the HOCON parser's work, the other mostly
+  // waiting for the disk and the SQLite thread. Nothing reads the registry before both are done.
+  const loading = registry.reload({ throwOnBrokenManifest: true });
+  const operations = await startOperations(config, logger, { registry, chats: chatThread ?? chats, env }).catch(async (error: unknown) => {
+    await loading.catch(() => undefined);
+    throw error;
+  });
+  await loading.catch(async (error: unknown) => {
+    await operations.close();
+    throw error;
+  });
+  if (config.manifestUpdatePeriodSeconds > 0) registry.watch(config.manifestUpdatePeriodSeconds);
   const health = new HealthState();
   const server = await startServer({
     config,
@@ -53,6 +63,8 @@ export async function startAxon(
     },
   });
   health.markReady();
+  // Submissions are stored from now on; the worker executes what is approved once it holds its lease.
+  void operations.worker.start();
   return {
     server,
     registry,

@@ -3,7 +3,8 @@
 import { execFileSync } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { modelsFile, projectRoot, providers, renderSchema, schemaFile } from "../../src/store/schema-files.js";
+import { projectRoot } from "../../src/project-root.js";
+import { modelsFile, providers, renderSchema, schemaFile } from "../../src/store/schema-files.js";
 
 const check = process.argv.includes("--check");
 const models = await readFile(modelsFile, "utf8");

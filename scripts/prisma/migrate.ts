@@ -7,8 +7,9 @@ import path from "node:path";
 import { PrismaBetterSqlite3 } from "@prisma/adapter-better-sqlite3";
 import { PrismaPg } from "@prisma/adapter-pg";
 import type { SqlMigrationAwareDriverAdapterFactory } from "@prisma/driver-adapter-utils";
+import { projectRoot } from "../../src/project-root.js";
 import { withSchemaEngine } from "../../src/store/schema-engine.js";
-import { migrationsDirectory, modelsFile, projectRoot, providers, renderSchema, type Provider } from "../../src/store/schema-files.js";
+import { migrationsDirectory, modelsFile, providers, renderSchema, type Provider } from "../../src/store/schema-files.js";
 
 const name = (process.argv[2] ?? "").toLowerCase().replace(/[^a-z0-9]+/g, "_").replace(/^_+|_+$/g, "");
 if (!name) {

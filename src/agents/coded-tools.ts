@@ -5,6 +5,7 @@ import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { AxonError } from "../errors.js";
 import { ChatMessage_ChatMessageType as MessageType } from "../gen/neuro_san/api/grpc/chat_pb.js";
+import { runningBuild } from "../project-root.js";
 import { runReported, type Activation, type ToolCall } from "./activation.js";
 import { locateCodedTool } from "./coded-tool-location.js";
 import { nonJsonValueIn, restoreNonJsonKeys } from "./json-values.js";
@@ -31,7 +32,6 @@ export interface CodedTool {
 type CodedToolClass = new () => CodedTool;
 
 // Compiled (dist/), the server cannot import a TypeScript tool by itself: tsx's loader is registered for the first one.
-const runningCompiled = import.meta.url.endsWith(".js");
 let typeScriptLoader: Promise<unknown> | undefined;
 
 /**
@@ -74,7 +74,7 @@ export class CodedToolLoader {
     if (!real.startsWith(realpathSync(this.root) + path.sep)) {
       throw codedToolError("CODED_TOOL_OUTSIDE_TOOL_PATH", "the coded tool resolves outside the tool path", className);
     }
-    if (real.endsWith(".ts") && runningCompiled) await (typeScriptLoader ??= import("tsx/esm/api").then(({ register }) => register()));
+    if (real.endsWith(".ts") && runningBuild) await (typeScriptLoader ??= import("tsx/esm/api").then(({ register }) => register()));
     const module = (await import(pathToFileURL(real).href)) as Record<string, unknown>;
     const exported = module[exportName];
     if (typeof exported !== "function") throw codedToolError("CODED_TOOL_NOT_FOUND", "the module does not export the class", className);

@@ -58,7 +58,8 @@ export class AgentRegistry {
   private readonly manifestFile: string;
   private readonly hoconOptions: HoconOptions;
 
-  private constructor(private readonly options: AgentRegistryOptions) {
+  /** Serves nothing until its first `reload`; `AgentRegistry.load` does both. */
+  constructor(private readonly options: AgentRegistryOptions) {
     this.manifestFile = path.resolve(options.manifestFile);
     this.hoconOptions = {
       includeRoots: [checkoutRootOf(this.manifestFile)],

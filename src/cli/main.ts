@@ -3,9 +3,8 @@
  * Commands that call a server report a failure as one line on stderr, `axon: <message> (<REASON>, <CODE>)`, and exit
  * with the status EXIT_STATUS_HELP documents.
  */
-import { readFileSync } from "node:fs";
-import path from "node:path";
 import { Argument, Command, CommanderError, Help, InvalidArgumentError, Option } from "commander";
+import { axonPackage } from "../project-root.js";
 import { CHAT_PROTOCOLS } from "./chat-protocols.js";
 import type { CompletionShell } from "./completion-command.js";
 import { parseJsonObject, parsePositiveInteger, type CliContext } from "./context.js";
@@ -26,7 +25,7 @@ const LONG_RUNNING = new Set(["serve", "mcp"]);
 export function buildProgram(): Command {
   const program = new Command("axon")
     .description("Serve and use Axon: agent networks (neuro-san API) and Agent Operations V1.")
-    .version(packageVersion(), "-V, --version", "print the version")
+    .version(axonPackage.version, "-V, --version", "print the version")
     .addOption(new Option("--url <url>", "the server's URL").env("AXON_URL").default("http://localhost:8080").argParser(serverUrl))
     .addOption(new Option("--json", "machine output: exactly one JSON document on stdout"))
     .addOption(new Option("--token <secret>", "client secret (operations, grants, mcp)").env("AXON_TOKEN"))
@@ -217,20 +216,6 @@ function serverUrl(value: string): string {
   }
   if (url?.protocol !== "http:" && url?.protocol !== "https:") throw new InvalidArgumentError("it must be an http or https URL, such as http://localhost:8080");
   return value;
-}
-
-/** The version in Axon's package.json, found upwards from here (the same from src/ under tsx and from a build). */
-function packageVersion(): string {
-  for (let dir = import.meta.dirname; dir !== path.dirname(dir); dir = path.dirname(dir)) {
-    let manifest: { name?: string; version?: string };
-    try {
-      manifest = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")) as typeof manifest;
-    } catch {
-      continue;
-    }
-    if (manifest.name === "axon" && manifest.version) return manifest.version;
-  }
-  return "unknown";
 }
 
 /**

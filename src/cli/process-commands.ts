@@ -1,7 +1,6 @@
 import { spawn } from "node:child_process";
-import path from "node:path";
 import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
+import { entryFile, runningBuild } from "../project-root.js";
 import { formatLogLine } from "./log-lines.js";
 
 /**
@@ -14,7 +13,7 @@ export async function serve(): Promise<void> {
     await import("../main.js");
     return;
   }
-  const child = spawn(process.execPath, [...sameLoader(), sibling("../main")], { stdio: ["inherit", "pipe", "inherit"] });
+  const child = spawn(process.execPath, [...sameLoader(), entryFile("main")], { stdio: ["inherit", "pipe", "inherit"] });
   const color = process.env.NO_COLOR === undefined && process.env.TERM !== "dumb";
   createInterface({ input: child.stdout! }).on("line", (line) => process.stdout.write(`${formatLogLine(line, color)}\n`));
   // Ctrl-C reaches the child from the terminal too; a signal sent to this process alone is passed on. Either way the
@@ -27,17 +26,10 @@ export async function serve(): Promise<void> {
 
 /** `axon mcp`: the MCP server on stdio, in this process; it reads its options from process.argv. */
 export async function serveMcp(token: string | undefined): Promise<void> {
-  process.argv = [process.argv[0] ?? "node", sibling("../mcp/stdio"), ...(token ? ["--token", token] : [])];
+  process.argv = [process.argv[0] ?? "node", entryFile("mcp/stdio"), ...(token ? ["--token", token] : [])];
   await import("../mcp/stdio.js");
 }
 
-// The same build of Axon as this file: TypeScript through tsx from src/, or compiled JavaScript.
-const extension = path.extname(fileURLToPath(import.meta.url));
-
-function sibling(relative: string): string {
-  return fileURLToPath(new URL(`${relative}${extension}`, import.meta.url));
-}
-
 function sameLoader(): string[] {
-  return extension === ".ts" ? ["--import", import.meta.resolve("tsx")] : [];
+  return runningBuild ? [] : ["--import", import.meta.resolve("tsx")];
 }

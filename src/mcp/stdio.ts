@@ -35,6 +35,7 @@ if (!client) {
   await operations.close();
   fail(`the token is not a client secret in ${config.clientsFile}`);
 }
+void operations.worker.start();
 
 const stopping = new AbortController();
 const server = createMcpServer({ broker: operations.broker, operationsFor: operations.operationsFor, registry, chats, logger }, { clientId: client.name, signal: stopping.signal });

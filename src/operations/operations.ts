@@ -21,6 +21,7 @@ import { ExecutionWorker } from "./worker.js";
 export interface Operations {
   database: Database;
   broker: OperationsBroker;
+  /** Not started: the caller starts it once it serves, so that the lease's first queries do not hold up readiness. */
   worker: ExecutionWorker;
   principals: { clients: PrincipalSet; operators: PrincipalSet };
   /** Sealed payloads and streams (Agent V1 §6). */
@@ -71,7 +72,6 @@ export async function startOperations(
     clock,
     leaseMs: config.replicaLeaseSeconds * 1000,
   });
-  await worker.start();
   const sweeper = setInterval(() => void broker.sweep().catch((error: unknown) => logger.error({ err: error }, "sweep failed")), 10_000);
   sweeper.unref();
 

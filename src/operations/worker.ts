@@ -52,6 +52,7 @@ export class ExecutionWorker {
   private readonly stopping = new AbortController();
   private readonly leaseMs: number;
   private readonly lease: ReplicaLease;
+  private starting: Promise<void> | undefined;
   private loops: Promise<void>[] = [];
 
   constructor(private readonly options: WorkerOptions) {
@@ -59,15 +60,22 @@ export class ExecutionWorker {
     this.lease = new ReplicaLease({ ...options, id: this.id, leaseMs: this.leaseMs });
   }
 
-  /** Takes a lease, then starts claiming. */
-  async start(): Promise<void> {
-    await this.lease.renew();
-    this.options.logger.info({ replica: this.id, lease_seconds: this.leaseMs / 1000 }, "execution worker started");
-    this.loops = [this.claimLoop(), this.keepLease()];
+  /**
+   * Takes a lease, trying again while the database cannot be reached, then starts claiming. Resolves once it claims
+   * (or once stopped first); never rejects.
+   */
+  start(): Promise<void> {
+    this.starting ??= this.takeLease().then(() => {
+      if (this.stopping.signal.aborted) return;
+      this.options.logger.info({ replica: this.id, lease_seconds: this.leaseMs / 1000 }, "execution worker started");
+      this.loops = [this.claimLoop(), this.keepLease()];
+    });
+    return this.starting;
   }
 
   async stop(): Promise<void> {
     this.stopping.abort();
+    await this.starting;
     await Promise.all(this.loops);
     await Promise.allSettled(this.running);
     await this.lease.release().catch(() => undefined);
@@ -192,6 +200,19 @@ export class ExecutionWorker {
         logger.warn({ operation_id: operationId, category: "storage" }, "stopped before the outcome could be recorded; another replica will reconcile it");
         return;
       }
+    }
+  }
+
+  /** The first lease, before any claim: another replica counts a claim by a replica without one as left behind. */
+  private async takeLease(): Promise<void> {
+    const { signal } = this.stopping;
+    for (let retryMs = firstRetryMs; !signal.aborted; retryMs = Math.min(retryMs * 2, maxRetryMs)) {
+      try {
+        return await this.lease.renew();
+      } catch (error) {
+        this.options.logger.warn({ err: error, replica: this.id, category: "storage", retry_ms: retryMs }, "could not take the replica lease; trying again");
+      }
+      await delay(retryMs, undefined, { signal }).catch(() => undefined);
     }
   }
 

@@ -1,9 +1,10 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
+import { projectRoot } from "../project-root.js";
 import type { HttpRequest, HttpResponse } from "./listener.js";
 
 /** Where `npm run build:web` (vite) writes the console. */
-export const webConsoleDir = path.resolve(import.meta.dirname, "../../dist/web");
+export const webConsoleDir = path.join(projectRoot, "dist", "web");
 
 const contentTypes: Record<string, string> = {
   ".html": "text/html; charset=utf-8",

@@ -1,12 +1,9 @@
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { projectRoot } from "../project-root.js";
 
 /** The databases Axon runs on; each has its own generated schema, client and migrations folder. */
 export type Provider = "sqlite" | "postgresql";
 export const providers: readonly Provider[] = ["sqlite", "postgresql"];
-
-/** The project root, found from this file so that scripts, tests and the server agree wherever they run from. */
-export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
 const folderNames: Record<Provider, string> = { sqlite: "sqlite", postgresql: "postgres" };
 

@@ -6,6 +6,7 @@ import { AgentOperationsService } from "../../src/gen/axon/agent/v1/agent_pb.js"
 import { OperatorService } from "../../src/gen/axon/operator/v1/operator_pb.js";
 import { BadRequestSchema, ErrorInfoSchema } from "../../src/gen/google/rpc/error_details_pb.js";
 import { fixtureEnv } from "./expectations.js";
+import { envelope, envelopesOf } from "../support/envelopes.js";
 import { alice, bob, carol, httpOp, operationsApi, operator, roomyAdmission, startUpstream, writeFiles } from "../support/operations.js";
 import { createPostgresDatabase, queryPostgres, type TestDatabase } from "../support/postgres-database.js";
 import { ScriptedChats } from "../support/scripted-chat.js";
@@ -125,12 +126,10 @@ describe.each(["sqlite", "postgresql"] as const)("Agent V1 and Operator V1 to th
     });
 
     it("a Connect stream's request with an unknown field ends with invalid_argument, and the stream is no-store", async () => {
-      const json = Buffer.from('{"id":"op_nothing","after_revision":0,"colour":"red"}');
-      const envelope = Buffer.concat([Buffer.from([0, 0, 0, 0, json.byteLength]), json]);
       const response = await fetch(`${server.url}/axon.agent.v1.AgentOperationsService/WatchOperation`, {
         method: "POST",
         headers: { authorization: `Bearer ${alice}`, "content-type": "application/connect+json", "connect-protocol-version": "1" },
-        body: envelope,
+        body: envelope(0, '{"id":"op_nothing","after_revision":0,"colour":"red"}'),
       });
       expect(response.headers.get("cache-control")).toBe("no-store");
       const bytes = Buffer.from(await response.arrayBuffer());
@@ -142,29 +141,15 @@ describe.each(["sqlite", "postgresql"] as const)("Agent V1 and Operator V1 to th
     });
 
     /** The envelopes of a stream's answer: each message's flags and JSON. */
-    const envelopesOf = (bytes: Buffer) => {
-      const envelopes: { flags: number; json: Json }[] = [];
-      for (let at = 0; at < bytes.byteLength; ) {
-        const end = at + 5 + bytes.readUInt32BE(at + 1);
-        const text = bytes.subarray(at + 5, end).toString("utf8");
-        envelopes.push({ flags: bytes[at]!, json: (bytes[at]! & 0x80 ? text : JSON.parse(text)) as Json });
-        at = end;
-      }
-      return envelopes;
-    };
-    const envelope = (flags: number, payload: Buffer, declaredLength = payload.byteLength) => {
-      const header = Buffer.alloc(5);
-      header[0] = flags;
-      header.writeUInt32BE(declaredLength, 1);
-      return Buffer.concat([header, payload]);
-    };
+    const messagesOf = (body: Buffer) =>
+      envelopesOf(body).map(({ flags, payload }) => ({ flags, json: (flags & 0x80 ? payload.toString("utf8") : JSON.parse(payload.toString("utf8"))) as Json }));
     const watchOperation = async (contentType: string, body: Buffer, headers: Record<string, string> = {}) => {
       const response = await fetch(`${server.url}/axon.agent.v1.AgentOperationsService/WatchOperation`, {
         method: "POST",
         headers: { authorization: `Bearer ${alice}`, "content-type": contentType, "connect-protocol-version": "1", ...headers },
         body,
       });
-      return { response, envelopes: envelopesOf(Buffer.from(await response.arrayBuffer())) };
+      return { response, envelopes: messagesOf(Buffer.from(await response.arrayBuffer())) };
     };
 
     it("a Connect stream's request with a key given twice ends with invalid_argument naming it and unYOLO's code word", async () => {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startAxonProcess, type AxonProcess } from "../support/axon-process.js";
 import { alice, operationsApi, roomyAdmission, writeFiles } from "../support/operations.js";
 import { ScriptedLlm } from "../support/scripted-llm/scripted-llm.js";
 import { startTestServer, type TestServer } from "../support/server.js";
@@ -12,6 +13,11 @@ const chat = (key: string, text: string, slyData: Record<string, unknown> = {}) 
   reason: "probe the chat thread",
 });
 
+const fixtures = {
+  AGENT_MANIFEST_FILE: "test/fixtures/chat-thread/registries/manifest.hocon",
+  AGENT_TOOL_PATH: "test/fixtures/chat-thread/coded_tools",
+};
+
 describe("agent.chat operations on the chat thread", () => {
   let llm: ScriptedLlm;
   let server: TestServer;
@@ -20,13 +26,7 @@ describe("agent.chat operations on the chat thread", () => {
   beforeAll(async () => {
     llm = await ScriptedLlm.start("openai");
     llm.script(callingTheNamedTool);
-    const env = {
-      ...llm.env,
-      ...writeFiles("http://127.0.0.1:9", roomyAdmission),
-      AGENT_MANIFEST_FILE: "test/fixtures/chat-thread/registries/manifest.hocon",
-      AGENT_TOOL_PATH: "test/fixtures/chat-thread/coded_tools",
-    };
-    server = await startTestServer({ env });
+    server = await startTestServer({ env: { ...llm.env, ...writeFiles("http://127.0.0.1:9", roomyAdmission), ...fixtures } });
     api = operationsApi(server.url);
   });
   afterAll(async () => {
@@ -50,5 +50,30 @@ describe("agent.chat operations on the chat thread", () => {
     expect(died).toMatchObject({ state: "failed", error: { code: "chat_thread_ended" } });
     const after = await run(chat("after-exit", "WhereAmI"));
     expect(after).toMatchObject({ state: "succeeded", result: { sly_data: { thread: "worker", visits: 1 } } });
+  });
+});
+
+describe("agent.chat operations on the chat thread of the build (node dist/main.js)", () => {
+  let llm: ScriptedLlm;
+  let axon: AxonProcess;
+
+  beforeAll(async () => {
+    llm = await ScriptedLlm.start("openai");
+    llm.script(callingTheNamedTool);
+    axon = await startAxonProcess({ ...llm.env, ...writeFiles("http://127.0.0.1:9", roomyAdmission), ...fixtures });
+  });
+  afterAll(async () => {
+    await axon.stop();
+    await llm.close();
+  });
+
+  it("runs the chat on the bundled thread, whose log records join the server's stdout", async () => {
+    const api = operationsApi(axon.url);
+    const submitted = await api.post(alice, chat("build-where", "WhereAmI"));
+    expect(await api.waitTerminal(alice, submitted.body.id)).toMatchObject({ state: "succeeded", result: { sly_data: { thread: "worker" } } });
+
+    const broken = await api.post(alice, chat("build-breaker", "Breaker"));
+    expect(await api.waitTerminal(alice, broken.body.id)).toMatchObject({ state: "succeeded" });
+    expect(axon.logs).toContainEqual(expect.objectContaining({ msg: "tool failed", tool: "Breaker", network: "thread_probe", service: "axon" }));
   });
 });

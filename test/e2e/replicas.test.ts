@@ -22,11 +22,12 @@ const leaseSeconds = 2;
 type Upstream = Awaited<ReturnType<typeof startUpstream>>;
 type Api = ReturnType<typeof operationsApi>;
 
-/** The id a replica's worker leases under, from its start-up log. */
-function replicaId(axon: AxonProcess): string {
-  const started = axon.logs.find((line) => line.msg === "execution worker started");
-  expect(started?.replica).toBeTypeOf("string");
-  return started!.replica as string;
+/** The id a replica's worker leases under, from the line it logs once it holds its lease (after readiness). */
+function replicaId(axon: AxonProcess): Promise<string> {
+  return until(() => {
+    const replica = axon.logs.find((line) => line.msg === "execution worker started")?.replica;
+    return typeof replica === "string" ? replica : undefined;
+  }, "the execution worker's start-up line");
 }
 
 /** Starts replicas side by side, each kept in `started` as soon as it runs, so that afterAll stops it whatever fails. */
@@ -124,7 +125,7 @@ describe("two replica processes sharing one PostgreSQL database", () => {
     for (const key of keys) expect(timesReceived(upstream, `/auto/${key}`)).toBe(1);
     // Both replicas executed some: the work is shared, and no operation was claimed twice.
     const byReplica = Object.fromEntries(rows.map((row) => [row.claimedBy, row.n]));
-    expect(Object.keys(byReplica).sort()).toEqual([replicaId(first), replicaId(second)].sort());
+    expect(Object.keys(byReplica).sort()).toEqual([await replicaId(first), await replicaId(second)].sort());
     const audits = await queryPostgres<{ n: number }>(
       database.url,
       `SELECT count(*)::int AS n FROM "AuditRecord" WHERE action = 'operation.succeeded' AND "operationId" = ANY('{${submitted.join(",")}}')`,
@@ -148,8 +149,9 @@ describe("two replica processes sharing one PostgreSQL database", () => {
       claims = await queryPostgres<Claim>(database.url, `SELECT id, "claimedBy", state FROM "Operation" WHERE "idempotencyKey" LIKE 'kill-%'`);
     }
     expect(claims.every((row) => row.state === "executing")).toBe(true);
-    const killedOnes = claims.filter((row) => row.claimedBy === replicaId(first)).map((row) => row.id);
-    const survivorsOnes = claims.filter((row) => row.claimedBy === replicaId(second)).map((row) => row.id);
+    const [firstId, secondId] = [await replicaId(first), await replicaId(second)];
+    const killedOnes = claims.filter((row) => row.claimedBy === firstId).map((row) => row.id);
+    const survivorsOnes = claims.filter((row) => row.claimedBy === secondId).map((row) => row.id);
     expect(killedOnes.length + survivorsOnes.length).toBe(ids.length);
 
     first.child.kill("SIGKILL");

@@ -1,11 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/logger.js";
+import { openDatabase } from "../../src/store/database.js";
 import { Notifier } from "../../src/operations/notifier.js";
 import type { ExecutionOutcome, OperationToExecute, Provider } from "../../src/operations/providers/provider.js";
 import { ProviderRegistry } from "../../src/operations/providers/registry.js";
 import { operationsStore, type StoreClient } from "../../src/operations/store.js";
 import { ExecutionWorker } from "../../src/operations/worker.js";
 import { operationRow } from "../support/operation-rows.js";
+import { adminUrl, createPostgresDatabase, queryPostgres } from "../support/postgres-database.js";
 import { testDatabases } from "../support/test-databases.js";
 import { until } from "../support/wait.js";
 
@@ -141,5 +143,35 @@ describe("an execution whose outcome PostgreSQL refuses to store", () => {
     }, "the operation to end");
     expect(done).toMatchObject({ state: "failed", errorCode: "result_not_recorded", result: null });
     expect(provider.executed).toEqual(["op_nul"]);
+  });
+
+  it("takes its first lease once the database accepts connections again, and only then claims", async () => {
+    const test = await createPostgresDatabase("axon_worker");
+    defer(() => test.drop());
+    const database = await openDatabase(test.url);
+    defer(() => database.close());
+    const store = operationsStore(database);
+    await store.operation.create({ data: { ...executing("op_after_outage", null), state: "approved", revision: 1 } });
+    const refuseConnections = (refuse: boolean) => queryPostgres(adminUrl, `ALTER DATABASE ${test.name} WITH ALLOW_CONNECTIONS ${!refuse}`);
+    await refuseConnections(true);
+    await queryPostgres(adminUrl, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${test.name}'`);
+
+    const warnings: string[] = [];
+    const logger = createLogger("warn", { write: (line: string) => void warnings.push((JSON.parse(line) as { msg: string }).msg) });
+    const provider = new RecordingProvider();
+    const worker = new ExecutionWorker({ store, providers: new ProviderRegistry([provider]), notifier: new Notifier(), logger, clock: { now: () => new Date() }, leaseMs });
+    const started = worker.start();
+    defer(() => worker.stop());
+    await until(() => warnings.includes("could not take the replica lease; trying again"), "a failed first lease");
+    expect(provider.executed).toEqual([]);
+
+    await refuseConnections(false);
+    await started;
+    const done = await until(async () => {
+      const row = await store.operation.findUniqueOrThrow({ where: { id: "op_after_outage" } });
+      return row.state === "succeeded" ? row : undefined;
+    }, "the operation to be executed");
+    expect(done.claimedBy).toBe(worker.id);
+    expect(provider.executed).toEqual(["op_after_outage"]);
   });
 });

@@ -2,6 +2,7 @@ import http2 from "node:http2";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fixtureEnv } from "../e2e/expectations.js";
+import { envelope } from "../support/envelopes.js";
 import { alice, operator, roomyAdmission, startUpstream, writeFiles } from "../support/operations.js";
 import { ScriptedChats } from "../support/scripted-chat.js";
 import { startTestServer, type TestServer } from "../support/server.js";
@@ -147,9 +148,7 @@ describe("hostile request bodies reach a real server", () => {
     try {
       await fc.assert(
         fc.asyncProperty(fc.uint8Array({ maxLength: 1000 }), fc.boolean(), async (bytes, honestLength) => {
-          const header = Buffer.alloc(5);
-          header.writeUInt32BE(honestLength ? bytes.length : bytes.length + 7, 1);
-          const { status, message } = await call(Buffer.concat([header, bytes]));
+          const { status, message } = await call(envelope(0, bytes, honestLength ? bytes.length : bytes.length + 7));
           // A frame shorter than its length prefix: connect-es answers UNIMPLEMENTED "protocol error: ...".
           if (!honestLength && /^protocol error: /.test(message)) {
             expect(["3", "12"]).toContain(status);

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentOperationsService } from "../../src/gen/axon/agent/v1/agent_pb.js";
 import { OperatorService } from "../../src/gen/axon/operator/v1/operator_pb.js";
 import { compileRestRoutes } from "../../src/server/rest/http-rule.js";
+import { envelope } from "../support/envelopes.js";
 import { alice, operator, roomyAdmission, writeFiles } from "../support/operations.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { until, within } from "../support/wait.js";
@@ -300,8 +301,7 @@ describe("the intake", () => {
 
       // gRPC is metered the same, on its fast path (unary) and through connect-node (streams).
       for (const path of ["/dev.cognizant_ai.neuro_san.api.grpc.concierge.ConciergeService/List", "/dev.cognizant_ai.neuro_san.api.grpc.agent.AgentService/StreamingChat"]) {
-        const frame = Buffer.alloc(5 + 100 * 1024);
-        frame.writeUInt32BE(1_000_000, 1);
+        const frame = envelope(0, Buffer.alloc(100 * 1024), 1_000_000);
         const session = http2.connect(roomy.url);
         session.on("error", () => {});
         try {
@@ -376,12 +376,10 @@ describe("the intake", () => {
     });
 
     it("a Connect stream's message declared over the size limit ends with REQUEST_TOO_LARGE, category rejected, before it is read", async () => {
-      const header = Buffer.alloc(5);
-      header.writeUInt32BE(5 * 1024 * 1024, 1);
       const response = await fetch(`${server.url}/dev.cognizant_ai.neuro_san.api.grpc.agent.AgentService/StreamingChat`, {
         method: "POST",
         headers: { "content-type": "application/connect+json", "connect-protocol-version": "1" },
-        body: Buffer.concat([header, Buffer.from("{}")]),
+        body: envelope(0, "{}", 5 * 1024 * 1024),
       });
       const bytes = Buffer.from(await response.arrayBuffer());
       expect(bytes[0]).toBe(2); // the end of the stream, and its only message

@@ -1,14 +1,7 @@
 import { brotliCompressSync, gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { checkedEnvelopes, isEnveloped, type EnvelopeChecks } from "../../src/server/connect/checked-envelopes.js";
-
-function envelope(flags: number, payload: string, declaredLength?: number): Buffer {
-  const bytes = Buffer.from(payload);
-  const header = Buffer.alloc(5);
-  header[0] = flags;
-  header.writeUInt32BE(declaredLength ?? bytes.byteLength, 1);
-  return Buffer.concat([header, bytes]);
-}
+import { envelope } from "../support/envelopes.js";
 
 /** Passes `body` through in the chunks given by `cuts`; the bytes that came out, or the error's message. */
 async function passThrough(body: Buffer, cuts: number[], checks: EnvelopeChecks): Promise<string> {
@@ -62,12 +55,7 @@ describe("the messages of an enveloped request", () => {
 
   it("of a strict service are inflated to be read, gzip and brotli alike; another encoding is left to connect-node", async () => {
     const json = '{"b":1,"b":2}';
-    const compressed = (bytes: Buffer) => {
-      const header = Buffer.alloc(5);
-      header[0] = 1;
-      header.writeUInt32BE(bytes.byteLength, 1);
-      return Buffer.concat([header, bytes]);
-    };
+    const compressed = (bytes: Buffer) => envelope(1, bytes);
     const refusal = "[invalid_argument] a key appears twice in one JSON object";
     expect(await passThrough(compressed(gzipSync(json)), [7], { ...strict, encoding: "gzip" })).toBe(refusal);
     expect(await passThrough(compressed(brotliCompressSync(json)), [], { ...strict, encoding: "br" })).toBe(refusal);

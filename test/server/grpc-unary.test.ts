@@ -17,6 +17,7 @@ import { ErrorInfo } from "../gen/google/rpc/error_details.js";
 import { Status } from "../gen/google/rpc/status.js";
 import { AgentServiceClient, FunctionRequest, FunctionResponse } from "../gen/neuro_san/api/grpc/agent.js";
 import { ConciergeServiceClient, ConciergeRequest, ConciergeResponse } from "../gen/neuro_san/api/grpc/concierge.js";
+import { envelope } from "../support/envelopes.js";
 import { until } from "../support/wait.js";
 import { instrumentedAgentService, type Seen } from "./instrumented-agent-service.js";
 import { IntakeBudget } from "../../src/server/intake-budget.js";
@@ -208,7 +209,7 @@ describe("unary gRPC framed on the HTTP/2 stream", () => {
   it("a gzipped request is read, and a large answer is gzipped for a client that accepts gzip", async () => {
     const message = FunctionRequest.encode({ agent_name: "long" }).finish();
     const gzipped = zlib.gzipSync(message);
-    const frame = Buffer.concat([Buffer.from([1]), uint32(gzipped.length), gzipped]);
+    const frame = envelope(1, gzipped);
     const { headers, body, trailers } = await rawCall(frame, { "grpc-encoding": "gzip", "grpc-accept-encoding": "gzip" });
     expect(headers["grpc-encoding"]).toBe("gzip");
     expect(trailers["grpc-status"]).toBe("0");
@@ -241,12 +242,6 @@ async function rawCall(frame: Buffer, extraHeaders: Record<string, string> = {})
   } finally {
     session.close();
   }
-}
-
-function uint32(value: number): Buffer {
-  const bytes = Buffer.alloc(4);
-  bytes.writeUInt32BE(value);
-  return bytes;
 }
 
 // The request id must be per call, whatever the client: a call without one gets its own.

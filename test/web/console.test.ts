@@ -315,12 +315,21 @@ describe.skipIf(!hasChromium)(`the web console in Chromium${hasChromium ? "" : "
     // The warm-up requests of the operations test: deny one, after cancelling a first try with Escape.
     const next = page.locator(".request-card").first();
     await next.getByRole("button", { name: "Deny…" }).click();
-    await page.keyboard.press("Escape");
-    expect(await next.locator(".confirm").count()).toBe(0);
-    const denied = await next.getAttribute("data-id");
-    await next.getByRole("button", { name: "Deny…" }).click();
-    await next.getByRole("button", { name: "Confirm: deny" }).click();
-    await expect.poll(() => page.locator(`.request-card[data-id="${denied}"]`).count()).toBe(0);
+    // Pressed in the confirmation's reason field, wherever the focus went meanwhile (the list re-renders on events).
+    await next.locator(".confirm input[name=reason]").press("Escape");
+    await expect.poll(() => next.locator(".confirm").count()).toBe(0);
+    const denied = page.locator(`.request-card[data-id="${await next.getAttribute("data-id")}"]`);
+    await denied.getByRole("button", { name: "Deny…" }).click();
+    // A request that arrives while the operator types the reason re-renders the list; the typing goes on in the field.
+    const reason = denied.locator(".confirm input[name=reason]");
+    await reason.pressSequentially("not ");
+    const arriving = (await api.post(alice, httpOp("web-console-arriving"))).body.id as string;
+    const arrived = (await api.get(alice, arriving)).body.approval_id as string;
+    await expect.poll(() => page.locator(`.request-card[data-id="${arrived}"]`).count()).toBe(1);
+    await page.keyboard.type("now");
+    expect(await reason.inputValue()).toBe("not now");
+    await denied.getByRole("button", { name: "Confirm: deny" }).click();
+    await expect.poll(() => denied.count()).toBe(0);
 
     await openTab("operations");
     const row = page.locator(`tr.operation[data-id="${operation.id}"]`);

@@ -80,7 +80,10 @@ export function showOperator(root: HTMLElement): void {
       const withOperations = await Promise.all(requests.map(linked));
       // A decision's confirmation in progress survives a reload of the same request at the same revision.
       const open = new Map([...cards.querySelectorAll<HTMLElement>(".request-card[data-confirming]")].map((card) => [`${card.dataset.id}@${card.dataset.revision}`, card]));
+      // Moving the kept card takes the focus from its reason field; the operator may be typing in it.
+      const focused = document.activeElement;
       cards.replaceChildren(...withOperations.map((request) => open.get(`${request.id}@${request.revision}`) ?? card(request)));
+      if (focused instanceof HTMLElement && focused.isConnected && document.activeElement !== focused) focused.focus();
       if (requests.length === 0) status.textContent = filter.value === "pending" ? "Nothing waits for a decision. New requests appear here by themselves." : `No ${filter.value} requests.`;
       else if (!status.classList.contains("done")) status.textContent = "";
     } catch (error) {

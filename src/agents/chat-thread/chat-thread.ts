@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { symbols } from "pino";
@@ -6,14 +7,15 @@ import { ChatContextSchema, ChatMessageSchema, type ChatMessage } from "../../ge
 import { MimeDataSchema } from "../../gen/neuro_san/api/grpc/mime_data_pb.js";
 import type { Config } from "../../config.js";
 import type { Logger } from "../../logger.js";
+import { entryFile, runningBuild } from "../../project-root.js";
 import { AsyncQueue } from "../async-queue.js";
 import type { ChatRunner, ChatTurn } from "../chat-runner.js";
 import type { AgentRuntimeOptions } from "../runtime.js";
 import type { ChatThreadSettings, Instruction, Report } from "./protocol.js";
 import { fromWireError } from "./wire-error.js";
 
-// Built (dist/), the thread runs its JavaScript; from the sources, thread-entry.mjs registers tsx before loading it.
-const threadEntry = import.meta.url.endsWith(".js") ? "./thread-main.js" : "./thread-entry.mjs";
+// Built (dist/), the thread runs its bundled entry; from the sources, thread-entry.mjs registers tsx before loading it.
+const threadEntry = runningBuild ? entryFile("agents/chat-thread/thread-main") : fileURLToPath(new URL("./thread-entry.mjs", import.meta.url));
 
 export interface ChatThreadOptions {
   config: Config;
@@ -75,7 +77,7 @@ class RunningThread {
   static async spawn(options: ChatThreadOptions, onEnd: () => void): Promise<RunningThread> {
     const { config, env, logger, chatCounts } = options;
     const settings: ChatThreadSettings = { config, logLevel: logger.level, chatCounts };
-    const worker = new Worker(new URL(threadEntry, import.meta.url), { workerData: settings, env });
+    const worker = new Worker(threadEntry, { workerData: settings, env });
     // The destination the server logger writes to: the thread's records, serialized there, join the same stream.
     const log = (logger as unknown as Record<symbol, { write(record: string): unknown }>)[symbols.streamSym]!;
     const thread = new RunningThread(worker, log, logger, () => {

@@ -1,6 +1,8 @@
 import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from "node:worker_threads";
 import { DriverAdapterError } from "@prisma/driver-adapter-utils";
+import { entryFile, runningBuild } from "../../project-root.js";
 import type { Failure, Opened, Reply, Request, ThreadChannel, ThreadOptions } from "./protocol.js";
 
 type Unsent = Request extends infer R ? (R extends Request ? Omit<R, "id"> : never) : never;
@@ -22,8 +24,8 @@ interface Waiter {
  * (crash, out of memory, terminated), every request it had not answered fails as a closed connection, which
  * storage-errors.ts counts as unavailable, and so does every later one: nothing waits forever.
  */
-// Built (dist/), the thread runs its JavaScript; from the sources, thread-entry.mjs registers tsx before loading it.
-const threadEntry = import.meta.url.endsWith(".js") ? "./thread-main.js" : "./thread-entry.mjs";
+// Built (dist/), the thread runs its bundled entry; from the sources, thread-entry.mjs registers tsx before loading it.
+const threadEntry = runningBuild ? entryFile("store/sqlite/thread-main") : fileURLToPath(new URL("./thread-entry.mjs", import.meta.url));
 
 export class DatabaseThread {
   private readonly waiters = new Map<number, Waiter>();
@@ -36,7 +38,7 @@ export class DatabaseThread {
     const { port1: port, port2: threadPort } = new MessageChannel();
     const replies = new Int32Array(new SharedArrayBuffer(4));
     const channel: ThreadChannel = { port: threadPort, replies };
-    const worker = new Worker(new URL(threadEntry, import.meta.url), {
+    const worker = new Worker(threadEntry, {
       workerData: { options, channel },
       transferList: [threadPort],
       ...(settings.heapLimitMb === undefined ? {} : { resourceLimits: { maxOldGenerationSizeMb: settings.heapLimitMb } }),
