@@ -1,7 +1,7 @@
 import type { ChatRunner } from "./agents/chat-runner.js";
-import { CodedToolLoader } from "./agents/coded-tools.js";
+import { ChatThread } from "./agents/chat-thread/chat-thread.js";
+import { createAgentRuntime } from "./agents/configured-runtime.js";
 import { AgentRegistry } from "./agents/registry.js";
-import { AgentRuntime } from "./agents/runtime.js";
 import type { Config } from "./config.js";
 import type { Logger } from "./logger.js";
 import { startOperations, type Operations } from "./operations/operations.js";
@@ -18,30 +18,6 @@ export interface Axon {
   close(): Promise<void>;
 }
 
-/**
- * The agent runtime as the server runs it; `axon mcp` runs the same one without a server. The LLM SDKs take a third
- * of start-up to load, so they load with the first chat instead.
- */
-export function createAgentRuntime(config: Config, registry: AgentRegistry, env: NodeJS.ProcessEnv, logger: Logger): ChatRunner {
-  let providers: typeof import("./llm/providers.js") | undefined;
-  let loading: Promise<typeof import("./llm/providers.js")> | undefined;
-  const runtime = new AgentRuntime({
-    registry,
-    // The runtime asks for LLM clients only within a chat, and a chat starts once the providers are in.
-    createLlm: (llmConfig) => providers!.createLlmClient(llmConfig, env, { logger }),
-    codedTools: new CodedToolLoader(config.toolPath),
-    logger,
-    maxConcurrentChats: config.maxConcurrentRequests,
-    heartbeatSeconds: config.heartbeatSeconds,
-  });
-  return {
-    async start(turn) {
-      providers ??= await (loading ??= import("./llm/providers.js"));
-      return runtime.start(turn);
-    },
-  };
-}
-
 /** The composition root: registry, agent runtime and server, assembled the one way `npm start` runs them. */
 export async function startAxon(
   config: Config,
@@ -51,11 +27,15 @@ export async function startAxon(
   const env = options.env ?? process.env;
   const { manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile } = config;
   const registry = new AgentRegistry({ manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, environment: env, logger });
-  const chats = options.chats ?? createAgentRuntime(config, registry, env, logger);
+  // agent.chat operations run on a thread of their own, off the loop that serves requests (started with the first);
+  // AGENT_MAX_CONCURRENT_REQUESTS counts the chats of both runtimes, one shared cell each.
+  const chatCounts = new Int32Array(new SharedArrayBuffer(8));
+  const chats = options.chats ?? createAgentRuntime(config, registry, env, logger, { cells: chatCounts, mine: 0 });
+  const chatThread = options.chats ? undefined : new ChatThread({ config, env, logger, chatCounts: { cells: chatCounts, mine: 1 } });
   // The networks are read while the database opens: the one is mostly the HOCON parser's work, the other mostly
   // waiting for the disk and the SQLite thread. Nothing reads the registry before both are done.
   const loading = registry.reload({ throwOnBrokenManifest: true });
-  const operations = await startOperations(config, logger, { registry, chats, env }).catch(async (error: unknown) => {
+  const operations = await startOperations(config, logger, { registry, chats: chatThread ?? chats, env }).catch(async (error: unknown) => {
     await loading.catch(() => undefined);
     throw error;
   });
@@ -93,6 +73,7 @@ export async function startAxon(
     async close() {
       await server.close();
       await operations.close();
+      await chatThread?.close();
       registry.close();
     },
   };

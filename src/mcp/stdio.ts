@@ -11,7 +11,7 @@
 import { parseArgs } from "node:util";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { AgentRegistry } from "../agents/registry.js";
-import { createAgentRuntime } from "../axon.js";
+import { createAgentRuntime } from "../agents/configured-runtime.js";
 import { loadConfig } from "../config.js";
 import { createLogger } from "../logger.js";
 import { startOperations } from "../operations/operations.js";

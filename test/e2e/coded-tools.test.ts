@@ -2,18 +2,12 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { finalOf, maximal, messagesOf, protocols, type Json } from "../support/chat-protocols.js";
 import { ScriptedLlm } from "../support/scripted-llm/scripted-llm.js";
 import { projectRoot, startTestServer, type TestServer } from "../support/server.js";
-import { callingFirst } from "../support/tool-script.js";
+import { callingTheNamedTool } from "../support/tool-script.js";
 
 const fixtures = {
   AGENT_MANIFEST_FILE: "test/fixtures/parity/registries/manifest.hocon",
   AGENT_TOOL_PATH: "test/fixtures/parity/coded_tools",
 };
-
-/** The front man calls the tool the user names, then answers with its result. */
-const callTheNamedTool = callingFirst((request) => {
-  const last = request.messages.at(-1);
-  return last?.role === "user" ? { name: last.content } : undefined;
-});
 
 const toolResultOf = (lines: Json[]) => messagesOf(lines).find((message) => message.type === "AGENT_TOOL_RESULT");
 
@@ -31,7 +25,7 @@ describe.each(protocols)("values JSON cannot carry, from a coded tool, over %s",
   });
   beforeEach(() => {
     llm.reset();
-    llm.script(callTheNamedTool);
+    llm.script(callingTheNamedTool);
     logLines.length = 0;
   });
 

@@ -12,3 +12,9 @@ export function callingFirst(pick: (request: ScriptedRequest) => { name: string;
     return offered ? { toolCalls: [{ name: call.name, arguments: call.arguments ?? {} }] } : defaultReply(request);
   };
 }
+
+/** The front man calls the tool the user's message names, then answers with its result. */
+export const callingTheNamedTool = callingFirst((request) => {
+  const last = request.messages.at(-1);
+  return last?.role === "user" ? { name: last.content } : undefined;
+});

@@ -103,7 +103,9 @@ export class AgentChatProvider implements Provider {
    * origin) and repeats of the last summary are skipped; each report is a new revision of the operation.
    */
   private progressReporter(context: ExecutionContext): (message: ChatMessage) => void {
-    let lastAt = Number.NEGATIVE_INFINITY;
+    // The first report waits an interval too: a chat answered within it has nothing worth a revision of its own, and
+    // each report costs a write and a wake of every waiter on the serving loop.
+    let lastAt = this.now();
     let lastSummary = "";
     return (message) => {
       const agent = printable(message.origin.at(-1)?.tool);

@@ -1,0 +1,192 @@
+import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { symbols } from "pino";
+import { AxonError, Code } from "../../errors.js";
+import { ChatContextSchema, ChatMessageSchema, type ChatMessage } from "../../gen/neuro_san/api/grpc/chat_pb.js";
+import { MimeDataSchema } from "../../gen/neuro_san/api/grpc/mime_data_pb.js";
+import type { Config } from "../../config.js";
+import type { Logger } from "../../logger.js";
+import { entryFile, runningBuild } from "../../project-root.js";
+import { AsyncQueue } from "../async-queue.js";
+import type { ChatRunner, ChatTurn } from "../chat-runner.js";
+import type { AgentRuntimeOptions } from "../runtime.js";
+import type { ChatThreadSettings, Instruction, Report } from "./protocol.js";
+import { fromWireError } from "./wire-error.js";
+
+// Built (dist/), the thread runs its bundled entry; from the sources, thread-entry.mjs registers tsx before loading it.
+const threadEntry = runningBuild ? entryFile("agents/chat-thread/thread-main") : fileURLToPath(new URL("./thread-entry.mjs", import.meta.url));
+
+export interface ChatThreadOptions {
+  config: Config;
+  /** The server's environment: the thread's process.env, so network files, LLM keys and coded tools read the same. */
+  env: NodeJS.ProcessEnv;
+  /** The thread's records are written to this logger's destination, at its level. */
+  logger: Logger;
+  /** The thread's cell among the server's chat counts, so one limit covers the chats on both sides. */
+  chatCounts?: AgentRuntimeOptions["chatCounts"];
+}
+
+/**
+ * Runs chats on a worker thread of their own, so their CPU does not hold the loop that serves requests. The thread
+ * starts with the first chat (never on the start-up path) and again with the first chat after it died; a chat the
+ * thread took with it fails as CHAT_THREAD_ENDED. `start` keeps the ChatRunner contract: the thread says whether the
+ * turn started or was refused before any message comes.
+ */
+export class ChatThread implements ChatRunner {
+  private thread: Promise<RunningThread> | undefined;
+
+  constructor(private readonly options: ChatThreadOptions) {}
+
+  async start(turn: ChatTurn): Promise<AsyncIterable<ChatMessage>> {
+    const thread = await (this.thread ??= this.spawn());
+    return thread.start(turn);
+  }
+
+  /** Ends the thread; chats still running fail as CHAT_THREAD_ENDED. */
+  async close(): Promise<void> {
+    const thread = this.thread;
+    this.thread = undefined;
+    await (await thread?.catch(() => undefined))?.close();
+  }
+
+  private spawn(): Promise<RunningThread> {
+    const spawning = RunningThread.spawn(this.options, () => {
+      if (this.thread === spawning) this.thread = undefined;
+    });
+    spawning.catch(() => {
+      if (this.thread === spawning) this.thread = undefined;
+    });
+    return spawning;
+  }
+}
+
+interface RunningChat {
+  /** Settles when the thread says the turn started or was refused. */
+  started: { resolve(): void; reject(error: Error): void };
+  messages: AsyncQueue<ChatMessage>;
+  /** Stops forwarding the turn's cancellation. */
+  detach(): void;
+}
+
+class RunningThread {
+  private readonly chats = new Map<number, RunningChat>();
+  private lastId = 0;
+  private ended = false;
+
+  static async spawn(options: ChatThreadOptions, onEnd: () => void): Promise<RunningThread> {
+    const { config, env, logger, chatCounts } = options;
+    const settings: ChatThreadSettings = { config, logLevel: logger.level, chatCounts };
+    const worker = new Worker(threadEntry, { workerData: settings, env });
+    // The destination the server logger writes to: the thread's records, serialized there, join the same stream.
+    const log = (logger as unknown as Record<symbol, { write(record: string): unknown }>)[symbols.streamSym]!;
+    const thread = new RunningThread(worker, log, logger, () => {
+      // The chats a dead thread counted will never end there.
+      if (chatCounts) Atomics.store(chatCounts.cells, chatCounts.mine, 0);
+      onEnd();
+    });
+    try {
+      await thread.ready;
+    } catch (error) {
+      await worker.terminate();
+      throw error;
+    }
+    return thread;
+  }
+
+  private readonly ready: Promise<void>;
+
+  private constructor(
+    private readonly worker: Worker,
+    log: { write(record: string): unknown },
+    logger: Logger,
+    onEnd: () => void,
+  ) {
+    let crash: Error | undefined;
+    let readied: { resolve(): void; reject(error: Error): void };
+    this.ready = new Promise((resolve, reject) => (readied = { resolve, reject }));
+    worker.on("message", (report: Report) => {
+      if (report.kind === "log") log.write(report.record);
+      else if (report.kind === "ready") readied.resolve();
+      else if (report.kind === "unready") readied.reject(fromWireError(report.error));
+      else this.settle(report);
+    });
+    worker.on("error", (error) => (crash = error));
+    worker.on("exit", (code) => {
+      this.ended = true;
+      onEnd();
+      const cause = crash ?? new Error(`the chat thread exited with code ${code}`);
+      readied.reject(cause);
+      if (this.chats.size > 0) logger.error({ err: cause, chats: this.chats.size }, "the chat thread ended with chats running");
+      for (const [id, chat] of this.chats) this.finish(id, chat, chatThreadEnded(cause));
+    });
+    // Idle, the thread does not keep the process alive; a chat in flight does.
+    worker.unref();
+  }
+
+  async start(turn: ChatTurn): Promise<AsyncIterable<ChatMessage>> {
+    if (this.ended) throw chatThreadEnded();
+    const id = ++this.lastId;
+    const cancel = () => this.post({ kind: "cancel", id });
+    // The execution worker hands all its executions one signal: a listener per chat would pile up on it (and warn
+    // past ten), while a signal of the chat's own, following it, holds its one listener.
+    const signal = AbortSignal.any([turn.signal]);
+    const messages = new AsyncQueue<ChatMessage>();
+    const started = new Promise<void>((resolve, reject) => {
+      this.chats.set(id, { started: { resolve, reject }, messages, detach: () => signal.removeEventListener("abort", cancel) });
+    });
+    if (this.chats.size === 1) this.worker.ref();
+    this.post({
+      kind: "start",
+      id,
+      network: turn.network.name,
+      text: turn.text,
+      mimeData: turn.mimeData.map((mime) => toBinary(MimeDataSchema, mime)),
+      slyData: turn.slyData,
+      chatContext: turn.chatContext && toBinary(ChatContextSchema, turn.chatContext),
+      metadata: turn.metadata,
+    });
+    if (signal.aborted) cancel();
+    else signal.addEventListener("abort", cancel, { once: true });
+    await started;
+    return messages;
+  }
+
+  async close(): Promise<void> {
+    if (!this.ended) await this.worker.terminate();
+  }
+
+  private settle(report: Exclude<Report, { kind: "log" | "ready" | "unready" }>): void {
+    const chat = this.chats.get(report.id);
+    if (chat === undefined) return;
+    switch (report.kind) {
+      case "started":
+        return chat.started.resolve();
+      case "message":
+        return chat.messages.push(fromBinary(ChatMessageSchema, report.message));
+      case "ended":
+        return this.finish(report.id, chat);
+      case "refused":
+      case "failed":
+        return this.finish(report.id, chat, fromWireError(report.error));
+    }
+  }
+
+  /** The chat's last word: its messages end (or fail), and a turn still waiting to start is refused. */
+  private finish(id: number, chat: RunningChat, error?: Error): void {
+    this.chats.delete(id);
+    if (this.chats.size === 0) this.worker.unref();
+    chat.detach();
+    if (error === undefined) return chat.messages.end();
+    chat.started.reject(error);
+    chat.messages.fail(error);
+  }
+
+  private post(instruction: Instruction): void {
+    if (!this.ended) this.worker.postMessage(instruction);
+  }
+}
+
+function chatThreadEnded(cause?: Error): AxonError {
+  return new AxonError(Code.Unavailable, "CHAT_THREAD_ENDED", "the chat thread ended before the chat finished", { cause });
+}

@@ -1,0 +1,64 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { Config } from "../../config.js";
+import type { Code } from "../../errors.js";
+import type { AgentRuntimeOptions } from "../runtime.js";
+
+type ChatCounts = AgentRuntimeOptions["chatCounts"];
+
+/*
+ * The messages between the chat thread's runner (on the serving event loop) and the thread. Every message about a
+ * chat carries the id the runner gave it. Protobuf messages cross as their binary encoding, which is exact; the rest
+ * is structured-cloned JSON.
+ */
+
+export interface ChatThreadSettings {
+  /** What the thread reads of the server's configuration: manifest, tool path, info files, limits. */
+  config: Config;
+  /** The level of the server's logger: the thread sends only the records that pass it. */
+  logLevel: string;
+  /** Where the thread's runtime counts its chats against AGENT_MAX_CONCURRENT_REQUESTS (shared memory). */
+  chatCounts: ChatCounts | undefined;
+}
+
+/** Runner → thread. */
+export type Instruction =
+  | {
+      kind: "start";
+      id: number;
+      /** The served network, looked up again in the thread's own registry. */
+      network: string;
+      text: string;
+      mimeData: Uint8Array[];
+      slyData: JsonObject;
+      chatContext: Uint8Array | undefined;
+      metadata: Record<string, string>;
+    }
+  | { kind: "cancel"; id: number };
+
+/** Thread → runner. */
+export type Report =
+  /** The thread has loaded its registry and takes chats (its first message), or could not. */
+  | { kind: "ready" }
+  | { kind: "unready"; error: WireError }
+  /** The turn was accepted: messages follow. Or it was refused before any. */
+  | { kind: "started"; id: number }
+  | { kind: "refused"; id: number; error: WireError }
+  | { kind: "message"; id: number; message: Uint8Array }
+  | { kind: "ended"; id: number }
+  | { kind: "failed"; id: number; error: WireError }
+  /** A log record of the thread, as pino serialized it, for the server's logger. */
+  | { kind: "log"; record: string };
+
+/** An error as it crosses: an AxonError keeps what the status mapper reads; anything else its name and message. */
+export type WireError =
+  | {
+      axon: true;
+      code: Code;
+      reason: string;
+      message: string;
+      metadata: Record<string, string>;
+      fieldViolations: { field: string; description: string }[];
+      retryAfterSeconds: number | undefined;
+      quotaViolations: { subject: string; description: string }[];
+    }
+  | { axon: false; name: string; message: string };

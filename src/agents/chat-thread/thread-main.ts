@@ -1,0 +1,81 @@
+import { parentPort, workerData } from "node:worker_threads";
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { ChatContextSchema, ChatMessageSchema } from "../../gen/neuro_san/api/grpc/chat_pb.js";
+import { MimeDataSchema } from "../../gen/neuro_san/api/grpc/mime_data_pb.js";
+import { agentNotFound } from "../../errors.js";
+import { createLogger } from "../../logger.js";
+import { createAgentRuntime } from "../configured-runtime.js";
+import { AgentRegistry } from "../registry.js";
+import type { AgentNetwork } from "../network.js";
+import type { ChatRunner } from "../chat-runner.js";
+import type { ChatThreadSettings, Instruction, Report } from "./protocol.js";
+import { toWireError } from "./wire-error.js";
+
+/*
+ * The chat thread: agent.chat operations run their turns here, on the same agent runtime the server builds, so their
+ * CPU (the runtime, the LLM SDKs, protobuf) is not spent on the loop that serves requests. It keeps its own registry
+ * of the same manifest, reloaded as the server's is; its environment is the server's (the Worker's `env`).
+ */
+
+const { config, logLevel, chatCounts } = workerData as ChatThreadSettings;
+const port = parentPort!;
+const send = (report: Report) => port.postMessage(report);
+// One log stream: records go to the server's logger, which writes them where it writes its own.
+const logger = createLogger(logLevel, { write: (record: string) => send({ kind: "log", record }) });
+
+const { manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile } = config;
+const chats = new Map<number, AbortController>();
+let registry: AgentRegistry;
+let runtime: ChatRunner;
+try {
+  // No logger: the server's registry already reports the same files' problems.
+  registry = await AgentRegistry.load({ manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, environment: process.env });
+  if (config.manifestUpdatePeriodSeconds > 0) registry.watch(config.manifestUpdatePeriodSeconds);
+  runtime = createAgentRuntime(config, registry, process.env, logger, chatCounts);
+  port.on("message", (instruction: Instruction) => {
+    if (instruction.kind === "start") void run(instruction);
+    else chats.get(instruction.id)?.abort();
+  });
+  send({ kind: "ready" });
+} catch (error) {
+  send({ kind: "unready", error: toWireError(error) });
+  port.close(); // nothing else keeps the thread: it ends
+}
+
+async function run(turn: Extract<Instruction, { kind: "start" }>): Promise<void> {
+  const { id } = turn;
+  const cancel = new AbortController();
+  chats.set(id, cancel);
+  try {
+    let messages;
+    try {
+      messages = await runtime.start({
+        network: await servedNetwork(turn.network),
+        text: turn.text,
+        mimeData: turn.mimeData.map((bytes) => fromBinary(MimeDataSchema, bytes)),
+        slyData: turn.slyData,
+        chatContext: turn.chatContext && fromBinary(ChatContextSchema, turn.chatContext),
+        metadata: turn.metadata,
+        signal: cancel.signal,
+      });
+    } catch (error) {
+      return send({ kind: "refused", id, error: toWireError(error) });
+    }
+    send({ kind: "started", id });
+    try {
+      for await (const message of messages) send({ kind: "message", id, message: toBinary(ChatMessageSchema, message) });
+      send({ kind: "ended", id });
+    } catch (error) {
+      send({ kind: "failed", id, error: toWireError(error) });
+    }
+  } finally {
+    chats.delete(id);
+  }
+}
+
+/** The server found the network in its registry; if this one has not reloaded yet, it catches up once. */
+async function servedNetwork(name: string): Promise<AgentNetwork> {
+  const network = registry.get(name) ?? ((await registry.reloadIfChanged()) ? registry.get(name) : undefined);
+  if (network === undefined) throw agentNotFound(name);
+  return network;
+}

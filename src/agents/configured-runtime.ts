@@ -1,0 +1,37 @@
+import type { Config } from "../config.js";
+import type { Logger } from "../logger.js";
+import type { ChatRunner } from "./chat-runner.js";
+import { CodedToolLoader } from "./coded-tools.js";
+import type { AgentRegistry } from "./registry.js";
+import { AgentRuntime, type AgentRuntimeOptions } from "./runtime.js";
+
+/**
+ * The agent runtime as the server runs it: on the serving loop for StreamingChat, in the chat thread for agent.chat
+ * operations, and in `axon mcp`. The LLM SDKs take a third of start-up to load, so they load with the first chat.
+ */
+export function createAgentRuntime(
+  config: Config,
+  registry: AgentRegistry,
+  env: NodeJS.ProcessEnv,
+  logger: Logger,
+  chatCounts?: AgentRuntimeOptions["chatCounts"],
+): ChatRunner {
+  let providers: typeof import("../llm/providers.js") | undefined;
+  let loading: Promise<typeof import("../llm/providers.js")> | undefined;
+  const runtime = new AgentRuntime({
+    registry,
+    // The runtime asks for LLM clients only within a chat, and a chat starts once the providers are in.
+    createLlm: (llmConfig) => providers!.createLlmClient(llmConfig, env, { logger }),
+    codedTools: new CodedToolLoader(config.toolPath),
+    logger,
+    maxConcurrentChats: config.maxConcurrentRequests,
+    ...(chatCounts === undefined ? {} : { chatCounts }),
+    heartbeatSeconds: config.heartbeatSeconds,
+  });
+  return {
+    async start(turn) {
+      providers ??= await (loading ??= import("../llm/providers.js"));
+      return runtime.start(turn);
+    },
+  };
+}
