@@ -17,7 +17,10 @@ const policy = {
     { id: "ask", effect: "request", operations: ["http.request"] },
   ],
 };
-const leaseSeconds = 2;
+// Short, so that the killed replica's lease lapses within the test; long enough that a live replica, however busy the
+// machine, renews it in time (every third of it). At 2 s, a run beside another full test suite failed some of the 500
+// operations below, as a lapsed live lease would.
+const leaseSeconds = 5;
 
 type Upstream = Awaited<ReturnType<typeof startUpstream>>;
 type Api = ReturnType<typeof operationsApi>;
@@ -111,17 +114,17 @@ describe("two replica processes sharing one PostgreSQL database", () => {
       return body.id as string;
     });
 
-    type Row = { state: string; claimedBy: string; n: number };
+    type Row = { state: string; errorCode: string | null; claimedBy: string; n: number };
     const rows = await until(async () => {
       const counts = await queryPostgres<Row>(
         database.url,
-        `SELECT state, "claimedBy", count(*)::int AS n FROM "Operation" WHERE "idempotencyKey" LIKE 'bulk-%' GROUP BY 1, 2`,
+        `SELECT state, "errorCode", "claimedBy", count(*)::int AS n FROM "Operation" WHERE "idempotencyKey" LIKE 'bulk-%' GROUP BY 1, 2, 3`,
       );
       const terminal = counts.filter((row) => row.state === "succeeded" || row.state === "failed").reduce((sum, row) => sum + row.n, 0);
       return terminal === keys.length ? counts : undefined;
     }, "500 operations to finish", 120_000);
 
-    expect(rows.every((row) => row.state === "succeeded")).toBe(true);
+    expect(rows.filter((row) => row.state !== "succeeded")).toEqual([]);
     for (const key of keys) expect(timesReceived(upstream, `/auto/${key}`)).toBe(1);
     // Both replicas executed some: the work is shared, and no operation was claimed twice.
     const byReplica = Object.fromEntries(rows.map((row) => [row.claimedBy, row.n]));
