@@ -3,7 +3,7 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
-    globalSetup: ["test/support/build.ts"],
+    globalSetup: ["test/support/temporary-directory.ts", "test/support/build.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // Each file starts its own servers on port 0; files run in parallel, tests within a file in order.
