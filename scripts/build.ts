@@ -4,8 +4,8 @@ import { readdir, readFile, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { build, type Plugin } from "esbuild";
+import { projectRoot } from "../src/project-root.js";
 
-const projectRoot = path.resolve(import.meta.dirname, "..");
 const sourceDir = path.join(projectRoot, "src");
 const buildDir = path.join(projectRoot, "dist");
 /** dist/web is the web console's build (vite), not this one's. */

@@ -13,6 +13,14 @@ export const projectRoot = axonPackage.root;
 /** Whether this is the build (dist/, JavaScript) rather than the sources run through tsx. */
 export const runningBuild = import.meta.url.endsWith(".js");
 
+/**
+ * A worker thread's code (`<dir>/thread-main.ts`, an entry of the build): its bundled entry in dist/; from the sources,
+ * the `thread-entry.mjs` beside it, which registers tsx first (Node 20 does not hand module hooks to workers).
+ */
+export function threadEntryFile(dir: string): string {
+  return runningBuild ? entryFile(`${dir}/thread-main`) : path.join(projectRoot, "src", dir, "thread-entry.mjs");
+}
+
 /** The file Node runs for one of the build's entry points (`main`, `mcp/stdio`, ...): dist/<entry>.js, or src/<entry>.ts. */
 export function entryFile(entry: string): string {
   return runningBuild ? path.join(projectRoot, "dist", `${entry}.js`) : path.join(projectRoot, "src", `${entry}.ts`);

@@ -11,12 +11,10 @@ const inflaters = {
   br: promisify(zlib.brotliDecompress) as (bytes: Uint8Array, options: zlib.BrotliOptions) => Promise<Buffer>,
 };
 
-/** Decompresses a request body, refusing one that inflates past the limit (a gzip bomb stops there). */
-export function gunzipBounded(bytes: Uint8Array, maxBytes: number): Promise<Buffer> {
-  return inflateBounded("gzip", bytes, maxBytes);
-}
-
-/** The same for either encoding a request may use (Connect and gRPC streams accept brotli too). */
+/**
+ * Decompresses a request body or message, refusing one that inflates past the limit (a gzip bomb stops there). REST
+ * and gRPC bodies come gzipped; Connect and gRPC streams may use brotli too.
+ */
 export async function inflateBounded(encoding: keyof typeof inflaters, bytes: Uint8Array, maxBytes: number): Promise<Buffer> {
   try {
     return await inflaters[encoding](bytes, { maxOutputLength: maxBytes });

@@ -2,7 +2,7 @@ import type * as http from "node:http";
 import type * as http2 from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { AxonError, invalidArgument } from "../errors.js";
-import { gunzipBounded } from "./compression.js";
+import { inflateBounded } from "./compression.js";
 import type { BodyTally } from "./intake-budget.js";
 
 export type IncomingRequest = http.IncomingMessage | http2.Http2ServerRequest;
@@ -27,7 +27,7 @@ export async function readRequestBody(req: IncomingRequest, maxBytes: number, op
   const declared = Number(req.headers["content-length"]);
   if (Number.isFinite(declared) && declared > maxBytes) throw requestTooLarge(maxBytes);
   const body = req.readableEnded ? new Uint8Array(0) : await readBounded(req, maxBytes, options.tally);
-  return gzipped ? gunzipBounded(body, maxBytes) : body;
+  return gzipped ? inflateBounded("gzip", body, maxBytes) : body;
 }
 
 function readBounded(req: IncomingRequest, maxBytes: number, tally: BodyTally | undefined): Promise<Buffer> {

@@ -1,4 +1,3 @@
-import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { symbols } from "pino";
@@ -7,15 +6,14 @@ import { ChatContextSchema, ChatMessageSchema, type ChatMessage } from "../../ge
 import { MimeDataSchema } from "../../gen/neuro_san/api/grpc/mime_data_pb.js";
 import type { Config } from "../../config.js";
 import type { Logger } from "../../logger.js";
-import { entryFile, runningBuild } from "../../project-root.js";
+import { threadEntryFile } from "../../project-root.js";
 import { AsyncQueue } from "../async-queue.js";
 import type { ChatRunner, ChatTurn } from "../chat-runner.js";
 import type { AgentRuntimeOptions } from "../runtime.js";
 import type { ChatThreadSettings, Instruction, Report } from "./protocol.js";
 import { fromWireError } from "./wire-error.js";
 
-// Built (dist/), the thread runs its bundled entry; from the sources, thread-entry.mjs registers tsx before loading it.
-const threadEntry = runningBuild ? entryFile("agents/chat-thread/thread-main") : fileURLToPath(new URL("./thread-entry.mjs", import.meta.url));
+const threadEntry = threadEntryFile("agents/chat-thread");
 
 export interface ChatThreadOptions {
   config: Config;

@@ -1,4 +1,4 @@
-import { gunzipBounded } from "../compression.js";
+import { inflateBounded } from "../compression.js";
 import { requestTooLarge, requestUndecodable } from "../request-body.js";
 
 /** A gRPC message on the wire: a flags byte (bit 0: compressed), its length (4 bytes, big-endian), its bytes. */
@@ -47,7 +47,7 @@ export class UnaryMessageReader {
     const payload = bytes.subarray(prefixBytes);
     if ((bytes[0]! & compressedFlag) === 0) return payload;
     if (this.encoding !== "gzip") throw requestUndecodable("a compressed message needs a grpc-encoding");
-    return gunzipBounded(payload, this.maxBytes);
+    return inflateBounded("gzip", payload, this.maxBytes);
   }
 
   private declaredLength(): number {

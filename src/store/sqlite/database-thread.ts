@@ -1,8 +1,7 @@
 import { performance } from "node:perf_hooks";
-import { fileURLToPath } from "node:url";
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from "node:worker_threads";
 import { DriverAdapterError } from "@prisma/driver-adapter-utils";
-import { entryFile, runningBuild } from "../../project-root.js";
+import { threadEntryFile } from "../../project-root.js";
 import type { Failure, Opened, Reply, Request, ThreadChannel, ThreadOptions } from "./protocol.js";
 
 type Unsent = Request extends infer R ? (R extends Request ? Omit<R, "id"> : never) : never;
@@ -24,8 +23,7 @@ interface Waiter {
  * (crash, out of memory, terminated), every request it had not answered fails as a closed connection, which
  * storage-errors.ts counts as unavailable, and so does every later one: nothing waits forever.
  */
-// Built (dist/), the thread runs its bundled entry; from the sources, thread-entry.mjs registers tsx before loading it.
-const threadEntry = runningBuild ? entryFile("store/sqlite/thread-main") : fileURLToPath(new URL("./thread-entry.mjs", import.meta.url));
+const threadEntry = threadEntryFile("store/sqlite");
 
 export class DatabaseThread {
   private readonly waiters = new Map<number, Waiter>();
