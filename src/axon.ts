@@ -1,6 +1,5 @@
 import type { ChatRunner } from "./agents/chat-runner.js";
 import { ChatThread } from "./agents/chat-thread/chat-thread.js";
-import { createAgentRuntime } from "./agents/configured-runtime.js";
 import { AgentRegistry } from "./agents/registry.js";
 import type { Config } from "./config.js";
 import type { Logger } from "./logger.js";
@@ -27,15 +26,13 @@ export async function startAxon(
   const env = options.env ?? process.env;
   const { manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile } = config;
   const registry = new AgentRegistry({ manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, environment: env, logger });
-  // agent.chat operations run on a thread of their own, off the loop that serves requests (started with the first);
-  // AGENT_MAX_CONCURRENT_REQUESTS counts the chats of both runtimes, one shared cell each.
-  const chatCounts = new Int32Array(new SharedArrayBuffer(8));
-  const chats = options.chats ?? createAgentRuntime(config, registry, env, logger, { cells: chatCounts, mine: 0 });
-  const chatThread = options.chats ? undefined : new ChatThread({ config, env, logger, chatCounts: { cells: chatCounts, mine: 1 } });
+  // Chats (StreamingChat and agent.chat operations) run on a thread of their own, off the loop that serves requests.
+  const chatThread = options.chats ? undefined : new ChatThread({ config, env, logger });
+  const chats = options.chats ?? chatThread!;
   // The networks are read while the database opens: the one is mostly the HOCON parser's work, the other mostly
   // waiting for the disk and the SQLite thread. Nothing reads the registry before both are done.
   const loading = registry.reload({ throwOnBrokenManifest: true });
-  const operations = await startOperations(config, logger, { registry, chats: chatThread ?? chats, env }).catch(async (error: unknown) => {
+  const operations = await startOperations(config, logger, { registry, chats, env }).catch(async (error: unknown) => {
     await loading.catch(() => undefined);
     throw error;
   });

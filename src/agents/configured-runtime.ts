@@ -3,18 +3,17 @@ import type { Logger } from "../logger.js";
 import type { ChatRunner } from "./chat-runner.js";
 import { CodedToolLoader } from "./coded-tools.js";
 import type { AgentRegistry } from "./registry.js";
-import { AgentRuntime, type AgentRuntimeOptions } from "./runtime.js";
+import { AgentRuntime } from "./runtime.js";
 
 /**
- * The agent runtime as the server runs it: on the serving loop for StreamingChat, in the chat thread for agent.chat
- * operations, and in `axon mcp`. The LLM SDKs take a third of start-up to load, so they load with the first chat.
+ * The agent runtime as the server runs it: in the chat thread for StreamingChat and agent.chat operations, and
+ * on the loop in `axon mcp`. The LLM SDKs take a third of start-up to load, so they load with the first chat.
  */
 export function createAgentRuntime(
   config: Config,
   registry: AgentRegistry,
   env: NodeJS.ProcessEnv,
   logger: Logger,
-  chatCounts?: AgentRuntimeOptions["chatCounts"],
 ): ChatRunner {
   let providers: typeof import("../llm/providers.js") | undefined;
   let loading: Promise<typeof import("../llm/providers.js")> | undefined;
@@ -25,7 +24,6 @@ export function createAgentRuntime(
     codedTools: new CodedToolLoader(config.toolPath),
     logger,
     maxConcurrentChats: config.maxConcurrentRequests,
-    ...(chatCounts === undefined ? {} : { chatCounts }),
     heartbeatSeconds: config.heartbeatSeconds,
   });
   return {

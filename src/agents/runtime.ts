@@ -25,12 +25,6 @@ export interface AgentRuntimeOptions {
   logger: Logger;
   /** Chats in flight at once; 0 = no limit. */
   maxConcurrentChats: number;
-  /**
-   * Where the limit counts chats when several runtimes serve one server (the serving loop's and the chat thread's):
-   * one cell per runtime, in shared memory, each written only by its runtime; the limit is on their sum.
-   * Default: a cell of this runtime's own.
-   */
-  chatCounts?: { cells: Int32Array; mine: number };
   /** Sends an empty AGENT_PROGRESS when nothing else went out for this long; 0 = never. */
   heartbeatSeconds: number;
 }
@@ -40,12 +34,11 @@ const maxNetworkDepth = 8;
 
 /** Runs StreamingChat turns on real agent networks. Stateless: everything of a turn lives in its session. */
 export class AgentRuntime implements ChatRunner {
-  private readonly chatCounts: { cells: Int32Array; mine: number };
+  private chatsInFlight = 0;
   private readonly llms = new Map<string, LlmClient>();
   private readonly services: SessionServices;
 
   constructor(private readonly options: AgentRuntimeOptions) {
-    this.chatCounts = options.chatCounts ?? { cells: new Int32Array(1), mine: 0 };
     this.services = {
       llmFor: (network, spec) => this.llmFor(network, spec),
       codedTools: options.codedTools,
@@ -57,7 +50,7 @@ export class AgentRuntime implements ChatRunner {
 
   async start(turn: ChatTurn): Promise<AsyncIterable<ChatMessage>> {
     const { maxConcurrentChats, heartbeatSeconds } = this.options;
-    if (maxConcurrentChats > 0 && this.chatsInFlight() >= maxConcurrentChats) {
+    if (maxConcurrentChats > 0 && this.chatsInFlight >= maxConcurrentChats) {
       throw new AxonError(Code.ResourceExhausted, "TOO_MANY_CHATS", "too many chats in flight. Retry later", {
         metadata: { limit: String(maxConcurrentChats) },
       });
@@ -83,8 +76,7 @@ export class AgentRuntime implements ChatRunner {
           }, (heartbeatSeconds * 1000) / 2)
         : undefined;
 
-    const { cells, mine } = this.chatCounts;
-    Atomics.add(cells, mine, 1);
+    this.chatsInFlight++;
     this.runTurn(session, turn)
       .then(
         () => queue.end(),
@@ -98,17 +90,11 @@ export class AgentRuntime implements ChatRunner {
           ),
       )
       .finally(() => {
-        Atomics.sub(cells, mine, 1);
+        this.chatsInFlight--;
         clearInterval(heartbeat);
         void mcp.close();
       });
     return queue;
-  }
-
-  private chatsInFlight(): number {
-    let total = 0;
-    for (let cell = 0; cell < this.chatCounts.cells.length; cell++) total += Atomics.load(this.chatCounts.cells, cell);
-    return total;
   }
 
   private async runTurn(session: ChatSession, turn: ChatTurn): Promise<void> {

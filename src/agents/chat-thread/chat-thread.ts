@@ -9,7 +9,6 @@ import type { Logger } from "../../logger.js";
 import { threadEntryFile } from "../../project-root.js";
 import { AsyncQueue } from "../async-queue.js";
 import type { ChatRunner, ChatTurn } from "../chat-runner.js";
-import type { AgentRuntimeOptions } from "../runtime.js";
 import type { ChatThreadSettings, Instruction, Report } from "./protocol.js";
 import { fromWireError } from "./wire-error.js";
 
@@ -21,8 +20,6 @@ export interface ChatThreadOptions {
   env: NodeJS.ProcessEnv;
   /** The thread's records are written to this logger's destination, at its level. */
   logger: Logger;
-  /** The thread's cell among the server's chat counts, so one limit covers the chats on both sides. */
-  chatCounts?: AgentRuntimeOptions["chatCounts"];
 }
 
 /**
@@ -73,16 +70,12 @@ class RunningThread {
   private ended = false;
 
   static async spawn(options: ChatThreadOptions, onEnd: () => void): Promise<RunningThread> {
-    const { config, env, logger, chatCounts } = options;
-    const settings: ChatThreadSettings = { config, logLevel: logger.level, chatCounts };
+    const { config, env, logger } = options;
+    const settings: ChatThreadSettings = { config, logLevel: logger.level };
     const worker = new Worker(threadEntry, { workerData: settings, env });
     // The destination the server logger writes to: the thread's records, serialized there, join the same stream.
     const log = (logger as unknown as Record<symbol, { write(record: string): unknown }>)[symbols.streamSym]!;
-    const thread = new RunningThread(worker, log, logger, () => {
-      // The chats a dead thread counted will never end there.
-      if (chatCounts) Atomics.store(chatCounts.cells, chatCounts.mine, 0);
-      onEnd();
-    });
+    const thread = new RunningThread(worker, log, logger, onEnd);
     try {
       await thread.ready;
     } catch (error) {

@@ -1,9 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Config } from "../../config.js";
 import type { Code } from "../../errors.js";
-import type { AgentRuntimeOptions } from "../runtime.js";
-
-type ChatCounts = AgentRuntimeOptions["chatCounts"];
 
 /*
  * The messages between the chat thread's runner (on the serving event loop) and the thread. Every message about a
@@ -16,8 +13,6 @@ export interface ChatThreadSettings {
   config: Config;
   /** The level of the server's logger: the thread sends only the records that pass it. */
   logLevel: string;
-  /** Where the thread's runtime counts its chats against AGENT_MAX_CONCURRENT_REQUESTS (shared memory). */
-  chatCounts: ChatCounts | undefined;
 }
 
 /** Runner → thread. */

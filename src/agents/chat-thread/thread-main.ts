@@ -12,12 +12,12 @@ import type { ChatThreadSettings, Instruction, Report } from "./protocol.js";
 import { toWireError } from "./wire-error.js";
 
 /*
- * The chat thread: agent.chat operations run their turns here, on the same agent runtime the server builds, so their
+ * The chat thread: StreamingChat and agent.chat operations run their turns here, on the same agent runtime the server builds, so their
  * CPU (the runtime, the LLM SDKs, protobuf) is not spent on the loop that serves requests. It keeps its own registry
  * of the same manifest, reloaded as the server's is; its environment is the server's (the Worker's `env`).
  */
 
-const { config, logLevel, chatCounts } = workerData as ChatThreadSettings;
+const { config, logLevel } = workerData as ChatThreadSettings;
 const port = parentPort!;
 const send = (report: Report) => port.postMessage(report);
 // One log stream: records go to the server's logger, which writes them where it writes its own.
@@ -31,7 +31,7 @@ try {
   // No logger: the server's registry already reports the same files' problems.
   registry = await AgentRegistry.load({ manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, environment: process.env });
   if (config.manifestUpdatePeriodSeconds > 0) registry.watch(config.manifestUpdatePeriodSeconds);
-  runtime = createAgentRuntime(config, registry, process.env, logger, chatCounts);
+  runtime = createAgentRuntime(config, registry, process.env, logger);
   port.on("message", (instruction: Instruction) => {
     if (instruction.kind === "start") void run(instruction);
     else chats.get(instruction.id)?.abort();

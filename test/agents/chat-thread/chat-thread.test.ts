@@ -40,10 +40,10 @@ describe("the chat thread", () => {
   const logLines: string[] = [];
   const threads: ChatThread[] = [];
 
-  const threadWith = (threadEnv: Record<string, string>, level = "warn", chatCounts?: { cells: Int32Array; mine: number }) => {
+  const threadWith = (threadEnv: Record<string, string>, level = "warn") => {
     const config = loadConfig(threadEnv, projectRoot);
     const logger = createLogger(level, { write: (line: string) => void logLines.push(line) });
-    const thread = new ChatThread({ config, env: threadEnv, logger, ...(chatCounts ? { chatCounts } : {}) });
+    const thread = new ChatThread({ config, env: threadEnv, logger });
     threads.push(thread);
     return thread;
   };
@@ -140,25 +140,20 @@ describe("the chat thread", () => {
     expect(finalOf(after)?.slyData).toMatchObject({ thread: "worker", visits: 1 });
   });
 
-  it("counts the chats on the thread and on the loop against one AGENT_MAX_CONCURRENT_REQUESTS", async () => {
-    const limited = { ...env, AGENT_MAX_CONCURRENT_REQUESTS: "1" };
-    const cells = new Int32Array(new SharedArrayBuffer(8));
-    const onLoop = createAgentRuntime(loadConfig(limited, projectRoot), registry, limited, createLogger("silent"), { cells, mine: 0 });
-    const thread = threadWith(limited, "error", { cells, mine: 1 });
+  it("refuses chats past AGENT_MAX_CONCURRENT_REQUESTS, and counts afresh on the thread that follows one that died", async () => {
+    const thread = threadWith({ ...env, AGENT_MAX_CONCURRENT_REQUESTS: "1" }, "error");
     const tooMany = { code: Code.ResourceExhausted, reason: "TOO_MANY_CHATS" };
 
     const cancel = new AbortController();
     const waiting = await thread.start(turn("Waiter", { signal: cancel.signal }));
-    await expect(onLoop.start(turn("Hello"))).rejects.toMatchObject(tooMany);
     await expect(thread.start(turn("Hello"))).rejects.toMatchObject(tooMany);
     cancel.abort();
     await expect(collect(waiting)).rejects.toThrow();
-    await collect(await onLoop.start(turn("Hello")));
+    await collect(await thread.start(turn("Hello")));
 
-    // A thread that dies takes its count with it.
+    // The chat the dying thread counted goes with it.
     await expect(collect(await thread.start(turn("Exiter")))).rejects.toMatchObject({ reason: "CHAT_THREAD_ENDED" });
-    expect([...cells]).toEqual([0, 0]);
-    await collect(await onLoop.start(turn("Hello")));
+    await collect(await thread.start(turn("Hello")));
   });
 
   it("serves a network the server's registry has just reloaded, catching up with it", async () => {
