@@ -9,6 +9,7 @@ import type { Logger } from "../../logger.js";
 import { threadEntryFile } from "../../project-root.js";
 import { AsyncQueue } from "../async-queue.js";
 import type { ChatRunner, ChatTurn } from "../chat-runner.js";
+import { Batches } from "./batches.js";
 import type { ChatThreadSettings, Instruction, Report } from "./protocol.js";
 import { fromWireError } from "./wire-error.js";
 
@@ -66,6 +67,9 @@ interface RunningChat {
 
 class RunningThread {
   private readonly chats = new Map<number, RunningChat>();
+  private readonly instructions = new Batches<Instruction>((batch) => {
+    if (!this.ended) this.worker.postMessage(batch);
+  });
   private lastId = 0;
   private ended = false;
 
@@ -96,11 +100,13 @@ class RunningThread {
     let crash: Error | undefined;
     let readied: { resolve(): void; reject(error: Error): void };
     this.ready = new Promise((resolve, reject) => (readied = { resolve, reject }));
-    worker.on("message", (report: Report) => {
-      if (report.kind === "log") log.write(report.record);
-      else if (report.kind === "ready") readied.resolve();
-      else if (report.kind === "unready") readied.reject(fromWireError(report.error));
-      else this.settle(report);
+    worker.on("message", (reports: Report[]) => {
+      for (const report of reports) {
+        if (report.kind === "log") log.write(report.record);
+        else if (report.kind === "ready") readied.resolve();
+        else if (report.kind === "unready") readied.reject(fromWireError(report.error));
+        else this.settle(report);
+      }
     });
     worker.on("error", (error) => (crash = error));
     worker.on("exit", (code) => {
@@ -118,7 +124,7 @@ class RunningThread {
   async start(turn: ChatTurn): Promise<AsyncIterable<ChatMessage>> {
     if (this.ended) throw chatThreadEnded();
     const id = ++this.lastId;
-    const cancel = () => this.post({ kind: "cancel", id });
+    const cancel = () => this.instructions.push({ kind: "cancel", id });
     // The execution worker hands all its executions one signal: a listener per chat would pile up on it (and warn
     // past ten), while a signal of the chat's own, following it, holds its one listener.
     const signal = AbortSignal.any([turn.signal]);
@@ -127,7 +133,7 @@ class RunningThread {
       this.chats.set(id, { started: { resolve, reject }, messages, detach: () => signal.removeEventListener("abort", cancel) });
     });
     if (this.chats.size === 1) this.worker.ref();
-    this.post({
+    this.instructions.push({
       kind: "start",
       id,
       network: turn.network.name,
@@ -171,10 +177,6 @@ class RunningThread {
     if (error === undefined) return chat.messages.end();
     chat.started.reject(error);
     chat.messages.fail(error);
-  }
-
-  private post(instruction: Instruction): void {
-    if (!this.ended) this.worker.postMessage(instruction);
   }
 }
 

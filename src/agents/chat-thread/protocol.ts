@@ -3,9 +3,9 @@ import type { Config } from "../../config.js";
 import type { Code } from "../../errors.js";
 
 /*
- * The messages between the chat thread's runner (on the serving event loop) and the thread. Every message about a
- * chat carries the id the runner gave it. Protobuf messages cross as their binary encoding, which is exact; the rest
- * is structured-cloned JSON.
+ * The messages between the chat thread's runner (on the serving event loop) and the thread, posted in batches
+ * (arrays, see batches.ts). Every message about a chat carries the id the runner gave it. Protobuf messages cross as
+ * their binary encoding, which is exact; the rest is structured-cloned JSON.
  */
 
 export interface ChatThreadSettings {

@@ -8,6 +8,7 @@ import { createAgentRuntime } from "../configured-runtime.js";
 import { AgentRegistry } from "../registry.js";
 import type { AgentNetwork } from "../network.js";
 import type { ChatRunner } from "../chat-runner.js";
+import { Batches } from "./batches.js";
 import type { ChatThreadSettings, Instruction, Report } from "./protocol.js";
 import { toWireError } from "./wire-error.js";
 
@@ -19,7 +20,8 @@ import { toWireError } from "./wire-error.js";
 
 const { config, logLevel } = workerData as ChatThreadSettings;
 const port = parentPort!;
-const send = (report: Report) => port.postMessage(report);
+const reports = new Batches<Report>((batch) => port.postMessage(batch));
+const send = (report: Report) => reports.push(report);
 // One log stream: records go to the server's logger, which writes them where it writes its own.
 const logger = createLogger(logLevel, { write: (record: string) => send({ kind: "log", record }) });
 
@@ -32,13 +34,16 @@ try {
   registry = await AgentRegistry.load({ manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, environment: process.env });
   if (config.manifestUpdatePeriodSeconds > 0) registry.watch(config.manifestUpdatePeriodSeconds);
   runtime = createAgentRuntime(config, registry, process.env, logger);
-  port.on("message", (instruction: Instruction) => {
-    if (instruction.kind === "start") void run(instruction);
-    else chats.get(instruction.id)?.abort();
+  port.on("message", (instructions: Instruction[]) => {
+    for (const instruction of instructions) {
+      if (instruction.kind === "start") void run(instruction);
+      else chats.get(instruction.id)?.abort();
+    }
   });
   send({ kind: "ready" });
 } catch (error) {
   send({ kind: "unready", error: toWireError(error) });
+  reports.flush();
   port.close(); // nothing else keeps the thread: it ends
 }
 
