@@ -68,8 +68,8 @@ async function threadEntries(): Promise<string[]> {
  * Prisma's generated client imports its query compiler as a 4.4 MB module holding one base64 string, and compiling that
  * module takes 150 ms of every start. In the build the compiler is a .wasm file of its own, next to the chunk that reads
  * it (esbuild's `file` loader gives its path relative to that chunk), so a start neither compiles nor decodes the text.
- * The client still calls `Buffer.from(wasm, "base64")` on what the module exports; given a Buffer, that copies the bytes
- * and ignores the encoding.
+ * The client still calls `Buffer.from(wasm, "base64")` on what the module exports: given an ArrayBuffer, that wraps it
+ * (the encoding taken for an offset that is not a number, so 0) without decoding or copying 3.3 MB.
  */
 const prismaWasmFromFile: Plugin = {
   name: "prisma-wasm-from-file",
@@ -78,7 +78,8 @@ const prismaWasmFromFile: Plugin = {
     build.onLoad({ filter: base64Module }, ({ path: file }) => ({
       contents: `import { readFileSync } from "node:fs";
 import wasmFile from ${JSON.stringify(`${file}.wasm`)};
-export const wasm = readFileSync(new URL(wasmFile, import.meta.url));
+const bytes = readFileSync(new URL(wasmFile, import.meta.url));
+export const wasm = bytes.byteLength === bytes.buffer.byteLength ? bytes.buffer : bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
 `,
       loader: "js",
     }));
