@@ -32,6 +32,7 @@ let startedAhead: { file: string; thread: PrismaSqliteThread; connecting: Promis
  * on the critical path (about a tenth of a start). The thread only opens the file: migrations still come first.
  */
 export function startSqliteThread(databaseUrl: string, logger: OpenDatabaseOptions["logger"]): void {
+  if (!databaseUrl.startsWith("file:")) return;
   let file: string;
   try {
     file = sqliteFile(databaseUrl);
