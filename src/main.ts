@@ -1,13 +1,9 @@
+import { startAxon } from "./axon.js";
 import { loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
-import { startSqliteThread } from "./store/sqlite-thread.js";
 
 const config = loadConfig();
 const logger = createLogger(config.logLevel);
-// The SQLite thread boots on another core while this one loads and compiles the rest of Axon, which is why the rest
-// is imported only now.
-startSqliteThread(config.databaseUrl, logger);
-const { startAxon } = await import("./axon.js");
 const axon = await startAxon(config, logger);
 
 const [httpPort, grpcPort] = axon.server.ports;

@@ -4,7 +4,6 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { defaultDatabaseUrl, openDatabase, Prisma, redact, type Database } from "../../src/store/database.js";
-import { startSqliteThread } from "../../src/store/sqlite-thread.js";
 import { createPostgresDatabase, queryPostgres, type TestDatabase } from "../support/postgres-database.js";
 import { operationRow } from "./operation-row.js";
 
@@ -55,26 +54,6 @@ describe("opening the default SQLite database", () => {
       migrations_applied: database.appliedMigrations.length,
       migrations: database.appliedMigrations,
     });
-  });
-});
-
-describe("an SQLite thread started ahead (as main.ts does)", () => {
-  it("serves the database opened on that URL: migrations first, then the client and direct statements, and a reconnect", async () => {
-    const url = defaultDatabaseUrl(path.join(dataDir, "ahead"));
-    startSqliteThread(url, undefined);
-    const database = await open(url);
-    expect(database.appliedMigrations.length).toBeGreaterThan(0);
-    await database.prisma.auditRecord.create({ data: { actor: "ahead", actorKind: "client", action: "test", detail: {} } });
-    expect(await database.direct!.query<{ actor: string }>({ sql: `SELECT "actor" FROM "AuditRecord"`, values: [] })).toEqual([{ actor: "ahead" }]);
-    // Closed and opened again, the client connects through a new thread.
-    await database.prisma.$disconnect();
-    expect(await database.prisma.auditRecord.count()).toBe(1);
-  });
-
-  it("is not started for a PostgreSQL URL, and nothing is made from it", () => {
-    startSqliteThread("postgresql://axon@localhost:1/ahead", undefined);
-    // What reading the URL as a file would have made: the folder of "<cwd>/ql://axon@localhost:1/ahead".
-    expect(existsSync(path.join(process.cwd(), "ql:"))).toBe(false);
   });
 });
 
