@@ -2,6 +2,7 @@ import { readFile, readdir } from "node:fs/promises";
 import path from "node:path";
 import type { SqlMigrationAwareDriverAdapterFactory } from "@prisma/driver-adapter-utils";
 import type { MigrationList } from "@prisma/schema-engine-wasm";
+import { migrateNewSqliteDatabase } from "./new-sqlite-database.js";
 import { withSchemaEngine } from "./schema-engine.js";
 
 /**
@@ -11,8 +12,11 @@ import { withSchemaEngine } from "./schema-engine.js";
 export async function applyMigrations(adapterFactory: SqlMigrationAwareDriverAdapterFactory, directory: string): Promise<string[]> {
   const migrationsList = await readMigrations(directory);
   // The usual start finds every migration recorded; one query tells, and spares loading and compiling the engine
-  // (about a third of a start's CPU). Anything else (a new database, a new migration, a failed one) goes to the engine.
+  // (about a third of a start's CPU). A new SQLite file, a first start's, needs no engine either. Anything else (a new
+  // migration, a failed one, a new PostgreSQL database) goes to the engine.
   if (await allRecorded(adapterFactory, migrationsList.migrationDirectories.map((migration) => migration.path))) return [];
+  const appliedToNewFile = await migrateNewSqliteDatabase(adapterFactory, migrationsList);
+  if (appliedToNewFile) return appliedToNewFile;
   const output = await withSchemaEngine(adapterFactory, (engine) =>
     engine.applyMigrations({ migrationsList, filters: { externalTables: [], externalEnums: [] } }),
   );

@@ -6,7 +6,8 @@ import { PrismaPg } from "@prisma/adapter-pg";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { postgresMigrationAdapter } from "../../src/store/postgres-database.js";
-import { applyMigrations } from "../../src/store/migrate.js";
+import { applyMigrations, readMigrations } from "../../src/store/migrate.js";
+import { migrateNewSqliteDatabase } from "../../src/store/new-sqlite-database.js";
 import { withSchemaEngine } from "../../src/store/schema-engine.js";
 import { migrationsDirectory, schemaFile } from "../../src/store/schema-files.js";
 import { createPostgresDatabase, queryPostgres, type TestDatabase } from "../support/postgres-database.js";
@@ -56,6 +57,45 @@ describe("the SQLite migrations folder", () => {
     // Exactly the datamodel, plus the triggers that keep the load counts (which a datamodel cannot express).
     expect(fromMigrations.filter((entry) => entry.type !== "trigger")).toEqual(sqliteCatalog(pushed));
     expect(fromMigrations.filter((entry) => entry.type === "trigger").map((entry) => entry.name)).toEqual(loadTriggers.sqlite);
+  });
+});
+
+describe("a new SQLite file", () => {
+  let directory: string;
+  beforeAll(async () => {
+    directory = await mkdtemp(path.join(tmpdir(), "axon-new-sqlite-"));
+  });
+  afterAll(() => rm(directory, { recursive: true, force: true }));
+
+  it("is migrated without the schema engine to what the engine makes of it, with its records, and the engine finds nothing to do", async () => {
+    const ours = path.join(directory, "ours.db");
+    const engines = path.join(directory, "engines.db");
+    const migrations = await readMigrations(migrationsDirectory("sqlite"));
+    const names = migrations.migrationDirectories.map((migration) => migration.path);
+    expect(await migrateNewSqliteDatabase(new PrismaBetterSqlite3({ url: ours }), migrations)).toEqual(names);
+    await withSchemaEngine(new PrismaBetterSqlite3({ url: engines }), (engine) => engine.applyMigrations({ migrationsList: migrations, filters }));
+
+    expect(sqliteCatalog(ours)).toEqual(sqliteCatalog(engines));
+    expect(migrationRecords(ours)).toEqual(migrationRecords(engines));
+    const diagnosis = await withSchemaEngine(new PrismaBetterSqlite3({ url: ours }), (engine) =>
+      engine.diagnoseMigrationHistory({ migrationsList: migrations, optInToShadowDatabase: false, filters }),
+    );
+    expect(diagnosis).toMatchObject({ hasMigrationsTable: true, history: null, editedMigrationNames: [], failedMigrationNames: [] });
+    const again = await withSchemaEngine(new PrismaBetterSqlite3({ url: ours }), (engine) => engine.applyMigrations({ migrationsList: migrations, filters }));
+    expect(again.appliedMigrationNames).toEqual([]);
+  });
+
+  it("that a migration fails on is left to the engine, which records the ones before it and the failure", async () => {
+    const file = path.join(directory, "failing.db");
+    const folder = path.join(directory, "failing-migrations");
+    await cp(migrationsDirectory("sqlite"), folder, { recursive: true });
+    await mkdir(path.join(folder, "29990101000000_broken"));
+    await writeFile(path.join(folder, "29990101000000_broken", "migration.sql"), 'ALTER TABLE "Missing" ADD COLUMN "x" TEXT;\n');
+
+    await expect(applyMigrations(new PrismaBetterSqlite3({ url: file }), folder)).rejects.toThrow(/Missing/);
+    const records = migrationRecords(file);
+    expect(records.filter((record) => record.finished)).toHaveLength(records.length - 1);
+    expect(records.at(-1)).toMatchObject({ migration_name: "29990101000000_broken", finished: 0 });
   });
 });
 
@@ -127,6 +167,31 @@ const loadTriggers = {
     })),
   ),
 };
+
+const filters = { externalTables: [], externalEnums: [] };
+
+/** `_prisma_migrations` without what differs from one run to the next (ids, times), but with the times' format. */
+function migrationRecords(file: string): Record<string, unknown>[] {
+  const db = new Database(file, { readonly: true });
+  try {
+    const table = db.prepare("SELECT sql FROM sqlite_master WHERE name = '_prisma_migrations'").get() as { sql: string };
+    const rows = db
+      .prepare(
+        `SELECT migration_name, checksum, logs IS NOT NULL AS logged, rolled_back_at, applied_steps_count,
+                finished_at IS NOT NULL AS finished, finished_at, started_at
+           FROM _prisma_migrations ORDER BY migration_name`,
+      )
+      .all() as Record<string, unknown>[];
+    const engineTime = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00$/;
+    return rows.map(({ finished_at, started_at, ...row }) => ({
+      ...row,
+      table: table.sql,
+      timesInEngineFormat: [finished_at, started_at].every((time) => time === null || engineTime.test(String(time))),
+    }));
+  } finally {
+    db.close();
+  }
+}
 
 /** Every table, index and trigger of an SQLite file as normalized DDL, without the migrations' own bookkeeping. */
 function sqliteCatalog(file: string): { type: string; name: string; sql: string }[] {
