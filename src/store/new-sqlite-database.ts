@@ -52,7 +52,10 @@ async function isEmpty(adapter: SqlDriverAdapter): Promise<boolean> {
   return Number(rows[0]?.[0]) === 0;
 }
 
-/** The table the schema engine makes in SQLite, column for column, so the engine and `prisma migrate` read these records as their own. */
+/**
+ * The table the schema engine makes in SQLite, column for column, so the engine and `prisma migrate` read these records
+ * as their own.
+ */
 const migrationsTable = `CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
     "id"                    TEXT PRIMARY KEY NOT NULL,
     "checksum"              TEXT NOT NULL,
