@@ -77,7 +77,7 @@ export class OwnOperations {
         return updated;
       });
       if (changed) {
-        notifier.changed(id, changed.state);
+        notifier.rowChanged(changed);
         return changed;
       }
     }

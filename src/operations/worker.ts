@@ -131,7 +131,7 @@ export class ExecutionWorker {
       UPDATE "Operation" SET "state" = 'executing', "claimedBy" = ${this.id}, "claimedAt" = ${now}, "updatedAt" = ${now}, "revision" = "revision" + 1
       WHERE "state" = 'approved' AND "id" IN (SELECT "id" FROM picked)
       RETURNING *`;
-    for (const operation of claimed) notifier.changed(operation.id, operation.state);
+    for (const operation of claimed) notifier.rowChanged(operation);
     return claimed;
   }
 
@@ -168,7 +168,7 @@ export class ExecutionWorker {
     const { store, clock, notifier, logger } = this.options;
     try {
       const written = await recordProgress(store, this.id, operationId, summary, clock.now());
-      if (written) notifier.changed(operationId, written.state);
+      if (written) notifier.rowChanged(written);
     } catch (error) {
       logger.warn({ err: error, operation_id: operationId, category: "storage" }, "could not show an operation's progress");
     }
@@ -184,7 +184,7 @@ export class ExecutionWorker {
     for (let retryMs = firstRetryMs; ; retryMs = Math.min(retryMs * 2, maxRetryMs)) {
       try {
         const written = await recordOutcome(store, this.id, operationId, outcome, clock.now());
-        if (written) notifier.changed(operationId, written.state);
+        if (written) notifier.rowChanged(written);
         return;
       } catch (error) {
         if (!isStorageUnavailable(error)) {
