@@ -1,4 +1,4 @@
-import type { Database, Event, Grant, Operation, Prisma, PrismaClient, Provider } from "../store/database.js";
+import { Prisma, type Database, type Event, type Grant, type Operation, type PrismaClient, type Provider } from "../store/database.js";
 import type { DirectStatements } from "../store/sqlite/adapter.js";
 
 export type OperationRow = Operation;
@@ -30,4 +30,14 @@ export function operationsStore(database: Pick<Database, "prisma" | "provider" |
 export function directStatements(store: StoreClient): DirectStatements {
   if (!store.direct) throw new Error("an SQLite store needs the database's direct statements (open it with openDatabase)");
   return store.direct;
+}
+
+/**
+ * The operation `where` picks, read past Prisma's query interpreter (on SQLite straight from the database thread): the
+ * reads every submit and every long poll make.
+ */
+export async function findOperation(store: StoreClient, where: Prisma.Sql): Promise<OperationRow | undefined> {
+  const query = Prisma.sql`SELECT * FROM "Operation" WHERE ${where}`;
+  const [row] = store.provider === "sqlite" ? await directStatements(store).query<OperationRow>(query) : await store.$queryRaw<OperationRow[]>`${query}`;
+  return row;
 }
