@@ -33,11 +33,15 @@ export function directStatements(store: StoreClient): DirectStatements {
 }
 
 /**
- * The operation `where` picks, read past Prisma's query interpreter (on SQLite straight from the database thread): the
- * reads every submit and every long poll make.
+ * The rows a statement returns, sent past Prisma's query interpreter on SQLite (straight to the database thread): for
+ * the statements every operation makes (reads of it, the worker's claim).
  */
+export function queryRows<Row>(store: StoreClient, statement: Prisma.Sql): Promise<Row[]> {
+  return store.provider === "sqlite" ? directStatements(store).query<Row>(statement) : store.$queryRaw<Row[]>`${statement}`;
+}
+
+/** The operation `where` picks: the read every submit (its replay) and every long poll make. */
 export async function findOperation(store: StoreClient, where: Prisma.Sql): Promise<OperationRow | undefined> {
-  const query = Prisma.sql`SELECT * FROM "Operation" WHERE ${where}`;
-  const [row] = store.provider === "sqlite" ? await directStatements(store).query<OperationRow>(query) : await store.$queryRaw<OperationRow[]>`${query}`;
+  const [row] = await queryRows<OperationRow>(store, Prisma.sql`SELECT * FROM "Operation" WHERE ${where}`);
   return row;
 }

@@ -9,7 +9,7 @@ import { recordOutcome, recordProgress } from "./outcomes.js";
 import type { ExecutionOutcome } from "./providers/provider.js";
 import type { ProviderRegistry } from "./providers/registry.js";
 import { ReplicaLease, toExecute } from "./replica-lease.js";
-import type { OperationRow, StoreClient } from "./store.js";
+import { queryRows, type OperationRow, type StoreClient } from "./store.js";
 
 export interface WorkerOptions {
   /**
@@ -126,11 +126,14 @@ export class ExecutionWorker {
     // On PostgreSQL, rows another replica is claiming at this moment are skipped rather than waited for. The pick is
     // materialized: as a plain `IN (subquery)` PostgreSQL may run it again per row and claim more than `room`.
     const skipLocked = store.provider === "postgresql" ? Prisma.sql`FOR UPDATE SKIP LOCKED` : Prisma.empty;
-    const claimed = await store.$queryRaw<OperationRow[]>`
+    const claimed = await queryRows<OperationRow>(
+      store,
+      Prisma.sql`
       WITH picked AS MATERIALIZED (SELECT "id" FROM "Operation" WHERE "state" = 'approved' ORDER BY "updatedAt" LIMIT ${room} ${skipLocked})
       UPDATE "Operation" SET "state" = 'executing', "claimedBy" = ${this.id}, "claimedAt" = ${now}, "updatedAt" = ${now}, "revision" = "revision" + 1
       WHERE "state" = 'approved' AND "id" IN (SELECT "id" FROM picked)
-      RETURNING *`;
+      RETURNING *`,
+    );
     for (const operation of claimed) notifier.rowChanged(operation);
     return claimed;
   }
