@@ -67,8 +67,7 @@ export async function recordProgress(store: StoreClient, replica: string, operat
 
 /** What the batch's first statement, `changeHeld`, returned. */
 function writtenBy([changed]: BatchResult[]): OperationRow | undefined {
-  const [written] = changed as unknown as OperationRow[];
-  return written;
+  return (changed as unknown as OperationRow[])[0];
 }
 
 /** Changes an operation while it is executing under `replica`, whatever revision progress has taken it to. */
