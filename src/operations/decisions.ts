@@ -216,7 +216,7 @@ export class Decisions {
 
   /** Wakes waiters for the operations a transaction changed, once it has committed (never for one rolled back). */
   private notifyCommitted(changed: OperationRow[]): void {
-    for (const operation of changed) this.options.notifier.changed(operation.id, operation.state);
+    for (const operation of changed) this.options.notifier.rowChanged(operation);
   }
 }
 

@@ -2,23 +2,17 @@ import { Prisma } from "../store/database.js";
 import type { ExecutionOutcome } from "./providers/provider.js";
 import type { BatchResult } from "../store/sqlite/adapter.js";
 import { dialects } from "./sql-dialect.js";
-import { directStatements, type StoreClient } from "./store.js";
-
-/** The new revision and state of an operation a worker wrote, for its event and wake-ups. */
-export interface Written {
-  clientId: string;
-  revision: number;
-  state: string;
-}
+import { directStatements, type OperationRow, type StoreClient } from "./store.js";
 
 /**
- * Records an execution's proven (or unknown) outcome with its event and audit record, all or nothing. Only the
- * replica holding the operation may: `undefined` when it is no longer executing under `replica` (another replica
- * reconciled it after this one's lease lapsed), and nothing is written. On PostgreSQL this is one statement: ending
- * an operation changes the load counts, whose rows stay locked only for the statement and its commit. On SQLite, one
- * batch: one message to the database thread, so a worker's writes never block the event loop for a step of theirs.
+ * Records an execution's proven (or unknown) outcome with its event and audit record, all or nothing, and returns the
+ * operation as written. Only the replica holding the operation may: `undefined` when it is no longer executing under
+ * `replica` (another replica reconciled it after this one's lease lapsed), and nothing is written. On PostgreSQL this
+ * is one statement: ending an operation changes the load counts, whose rows stay locked only for the statement and its
+ * commit. On SQLite, one batch: one message to the database thread, so a worker's writes never block the event loop
+ * for a step of theirs.
  */
-export async function recordOutcome(store: StoreClient, replica: string, operationId: string, outcome: ExecutionOutcome, now: Date): Promise<Written | undefined> {
+export async function recordOutcome(store: StoreClient, replica: string, operationId: string, outcome: ExecutionOutcome, now: Date): Promise<OperationRow | undefined> {
   const sql = dialects[store.provider];
   const succeeded = outcome.state === "succeeded";
   const change = Prisma.sql`"state" = ${outcome.state}, "result" = ${sql.json(succeeded ? outcome.result : null)},
@@ -29,7 +23,7 @@ export async function recordOutcome(store: StoreClient, replica: string, operati
   const audit = Prisma.sql`${replica}, 'system', ${kind}, ${succeeded ? null : "other"}, ${operationId},
     ${sql.json(succeeded ? {} : { code: outcome.code })}, ${sql.time(now)}`;
   if (store.provider === "postgresql") {
-    const [written] = await store.$queryRaw<Written[]>`
+    const [written] = await store.$queryRaw<OperationRow[]>`
       WITH changed AS (${changeHeld(replica, operationId, change, now)}), event AS (
         INSERT INTO "Event" ("kind", "clientId", "operationId", "revision", "payload", "createdAt") SELECT ${event} FROM changed
       ), audit AS (
@@ -50,12 +44,12 @@ export async function recordOutcome(store: StoreClient, replica: string, operati
 }
 
 /** Shows progress on an executing operation: a new revision with this summary, and its event. */
-export async function recordProgress(store: StoreClient, replica: string, operationId: string, summary: string, now: Date): Promise<Written | undefined> {
+export async function recordProgress(store: StoreClient, replica: string, operationId: string, summary: string, now: Date): Promise<OperationRow | undefined> {
   const sql = dialects[store.provider];
   const change = changeHeld(replica, operationId, Prisma.sql`"presentationSummary" = ${summary.slice(0, 500)}`, now);
   const event = Prisma.sql`'operation.executing', "clientId", ${operationId}, "revision", ${sql.json({ state: "executing" })}, ${sql.time(now)}`;
   if (store.provider === "postgresql") {
-    const [written] = await store.$queryRaw<Written[]>`
+    const [written] = await store.$queryRaw<OperationRow[]>`
       WITH changed AS (${change}), event AS (
         INSERT INTO "Event" ("kind", "clientId", "operationId", "revision", "payload", "createdAt") SELECT ${event} FROM changed
       )
@@ -72,14 +66,13 @@ export async function recordProgress(store: StoreClient, replica: string, operat
 }
 
 /** What the batch's first statement, `changeHeld`, returned. */
-function writtenBy([changed]: BatchResult[]): Written | undefined {
-  const [written] = changed as unknown as Written[];
-  return written && { ...written, revision: Number(written.revision) };
+function writtenBy([changed]: BatchResult[]): OperationRow | undefined {
+  return (changed as unknown as OperationRow[])[0];
 }
 
 /** Changes an operation while it is executing under `replica`, whatever revision progress has taken it to. */
 function changeHeld(replica: string, operationId: string, change: Prisma.Sql, now: Date): Prisma.Sql {
   return Prisma.sql`UPDATE "Operation" SET ${change}, "revision" = "revision" + 1, "updatedAt" = ${now}
     WHERE "id" = ${operationId} AND "state" = 'executing' AND "claimedBy" = ${replica}
-    RETURNING "clientId", "revision", "state"`;
+    RETURNING *`;
 }

@@ -1,10 +1,11 @@
 import { Code } from "@connectrpc/connect";
 import { AxonError, invalidArgument, notFound } from "../errors.js";
+import { Prisma } from "../store/database.js";
 import type { Clock } from "./clock.js";
 import { activeStates, record, terminalStates, transition } from "./lifecycle.js";
 import type { Notifier } from "./notifier.js";
 import { afterCursor, newestFirst, pageLimit, pageOf } from "./pages.js";
-import type { OperationRow, StoreClient } from "./store.js";
+import { findOperation, type OperationRow, type StoreClient } from "./store.js";
 import { idempotencyKeyPattern } from "./submission.js";
 
 export interface OwnOperationsOptions {
@@ -18,7 +19,7 @@ export class OwnOperations {
   constructor(private readonly options: OwnOperationsOptions) {}
 
   async get(clientId: string, id: string): Promise<OperationRow> {
-    const operation = await this.options.store.operation.findFirst({ where: { id, clientId } });
+    const operation = await findOperation(this.options.store, Prisma.sql`"id" = ${id} AND "clientId" = ${clientId}`);
     // Another client's operation is as absent as one that never existed.
     if (!operation) throw notFound("OPERATION_NOT_FOUND", "operation not found", { operation_id: id });
     return operation;
@@ -77,7 +78,7 @@ export class OwnOperations {
         return updated;
       });
       if (changed) {
-        notifier.changed(id, changed.state);
+        notifier.rowChanged(changed);
         return changed;
       }
     }

@@ -85,7 +85,7 @@ export class ReplicaLease {
       logger.info({ operation_id: operation.id, left_by: operation.claimedBy, reconciled: known?.state ?? "unknown" }, "reconciled an interrupted operation");
       const outcome = known ?? { state: "failed" as const, code: "upstream_result_unknown", message: "the replica executing it stopped; it was not retried" };
       const written = await recordOutcome(store, id, operation.id, outcome, clock.now());
-      if (written) notifier.changed(operation.id, written.state);
+      if (written) notifier.rowChanged(written);
     }
     await store.replica.deleteMany({ where: { heartbeatAt: { lt: lapsedBefore }, id: { not: id } } });
   }

@@ -1,4 +1,4 @@
-import type { Database, Event, Grant, Operation, Prisma, PrismaClient, Provider } from "../store/database.js";
+import { Prisma, type Database, type Event, type Grant, type Operation, type PrismaClient, type Provider } from "../store/database.js";
 import type { DirectStatements } from "../store/sqlite/adapter.js";
 
 export type OperationRow = Operation;
@@ -30,4 +30,18 @@ export function operationsStore(database: Pick<Database, "prisma" | "provider" |
 export function directStatements(store: StoreClient): DirectStatements {
   if (!store.direct) throw new Error("an SQLite store needs the database's direct statements (open it with openDatabase)");
   return store.direct;
+}
+
+/**
+ * The rows a statement returns, sent past Prisma's query interpreter on SQLite (straight to the database thread): for
+ * the statements every operation makes (reads of it, the worker's claim).
+ */
+export function queryRows<Row>(store: StoreClient, statement: Prisma.Sql): Promise<Row[]> {
+  return store.provider === "sqlite" ? directStatements(store).query<Row>(statement) : store.$queryRaw<Row[]>`${statement}`;
+}
+
+/** The operation `where` picks: the read every submit (its replay) and every long poll make. */
+export async function findOperation(store: StoreClient, where: Prisma.Sql): Promise<OperationRow | undefined> {
+  const [row] = await queryRows<OperationRow>(store, Prisma.sql`SELECT * FROM "Operation" WHERE ${where}`);
+  return row;
 }

@@ -3,7 +3,7 @@ import { Prisma } from "../store/database.js";
 import { isUniqueViolation } from "../store/storage-errors.js";
 import type { AdmissionCounts, ClientLimits, GlobalLimits } from "./admission.js";
 import { dialects, type Dialect } from "./sql-dialect.js";
-import { directStatements, type GrantRow, type OperationRow, type StoreClient, type StoreTransaction } from "./store.js";
+import { directStatements, findOperation, type GrantRow, type OperationRow, type StoreClient, type StoreTransaction } from "./store.js";
 
 /**
  * Writing an admitted submission (spec §4, §5): the admission check, the rate count, the operation, its approval or
@@ -224,10 +224,8 @@ async function writeInOneBatch(store: StoreClient, plan: PlannedSubmission): Pro
 }
 
 /** The operation a client's idempotency key names, if any: the replay's one read. */
-export async function findByIdempotencyKey(store: StoreClient, clientId: string, idempotencyKey: string): Promise<OperationRow | undefined> {
-  const query = Prisma.sql`SELECT * FROM "Operation" WHERE "clientId" = ${clientId} AND "idempotencyKey" = ${idempotencyKey}`;
-  const [row] = store.provider === "sqlite" ? await directStatements(store).query<OperationRow>(query) : await store.$queryRaw<OperationRow[]>`${query}`;
-  return row;
+export function findByIdempotencyKey(store: StoreClient, clientId: string, idempotencyKey: string): Promise<OperationRow | undefined> {
+  return findOperation(store, Prisma.sql`"clientId" = ${clientId} AND "idempotencyKey" = ${idempotencyKey}`);
 }
 
 // ---- rows --------------------------------------------------------------------------------------------------------

@@ -29,15 +29,17 @@ export class Waits {
       throw invalidArgument("INVALID_AFTER_REVISION", "after_revision must be 0 or more", [{ field: "after_revision", description: ">= 0" }]);
     }
     const deadline = Date.now() + seconds * 1000;
+    // The operation as a change made here handed it over: answering with it saves reading what was just written.
+    let changed: OperationRow | undefined;
     for (;;) {
       // Re-read every second even without a wake-up: a change whose notification was lost (PostgreSQL reconnecting)
       // or never sent (another process on the same SQLite file) is still seen promptly.
       const wake = this.options.notifier.waitForChange(id, Math.min(recheckMs, Math.max(0, deadline - Date.now())), signal);
-      const operation = await this.options.operations.get(clientId, id);
+      const operation = changed ?? (await this.options.operations.get(clientId, id));
       if (operation.revision > afterRevision || terminalStates.has(operation.state) || Date.now() >= deadline || signal?.aborted) {
         return operation;
       }
-      await wake;
+      changed = await wake;
     }
   }
 

@@ -9,7 +9,7 @@ import { recordOutcome, recordProgress } from "./outcomes.js";
 import type { ExecutionOutcome } from "./providers/provider.js";
 import type { ProviderRegistry } from "./providers/registry.js";
 import { ReplicaLease, toExecute } from "./replica-lease.js";
-import type { OperationRow, StoreClient } from "./store.js";
+import { queryRows, type OperationRow, type StoreClient } from "./store.js";
 
 export interface WorkerOptions {
   /**
@@ -126,12 +126,15 @@ export class ExecutionWorker {
     // On PostgreSQL, rows another replica is claiming at this moment are skipped rather than waited for. The pick is
     // materialized: as a plain `IN (subquery)` PostgreSQL may run it again per row and claim more than `room`.
     const skipLocked = store.provider === "postgresql" ? Prisma.sql`FOR UPDATE SKIP LOCKED` : Prisma.empty;
-    const claimed = await store.$queryRaw<OperationRow[]>`
+    const claimed = await queryRows<OperationRow>(
+      store,
+      Prisma.sql`
       WITH picked AS MATERIALIZED (SELECT "id" FROM "Operation" WHERE "state" = 'approved' ORDER BY "updatedAt" LIMIT ${room} ${skipLocked})
       UPDATE "Operation" SET "state" = 'executing', "claimedBy" = ${this.id}, "claimedAt" = ${now}, "updatedAt" = ${now}, "revision" = "revision" + 1
       WHERE "state" = 'approved' AND "id" IN (SELECT "id" FROM picked)
-      RETURNING *`;
-    for (const operation of claimed) notifier.changed(operation.id, operation.state);
+      RETURNING *`,
+    );
+    for (const operation of claimed) notifier.rowChanged(operation);
     return claimed;
   }
 
@@ -168,7 +171,7 @@ export class ExecutionWorker {
     const { store, clock, notifier, logger } = this.options;
     try {
       const written = await recordProgress(store, this.id, operationId, summary, clock.now());
-      if (written) notifier.changed(operationId, written.state);
+      if (written) notifier.rowChanged(written);
     } catch (error) {
       logger.warn({ err: error, operation_id: operationId, category: "storage" }, "could not show an operation's progress");
     }
@@ -184,7 +187,7 @@ export class ExecutionWorker {
     for (let retryMs = firstRetryMs; ; retryMs = Math.min(retryMs * 2, maxRetryMs)) {
       try {
         const written = await recordOutcome(store, this.id, operationId, outcome, clock.now());
-        if (written) notifier.changed(operationId, written.state);
+        if (written) notifier.rowChanged(written);
         return;
       } catch (error) {
         if (!isStorageUnavailable(error)) {

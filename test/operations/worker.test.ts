@@ -106,6 +106,35 @@ describe.each([
     expect(audits.map((audit) => audit.operationId).sort()).toEqual([...ids].sort());
   });
 
+  it("hands the waiters on an operation each change as written, the same row a read of it gives", async () => {
+    now = Date.now();
+    const database = await open();
+    const store = operationsStore(database);
+    await store.operation.create({ data: operationRow("op_handed", { target: { network: "n" }, arguments: { text: "hi" } }) });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const provider = new RecordingProvider();
+    provider.execute = async (operation) => {
+      await released;
+      return { state: "succeeded", result: { ran: operation.id, items: [1, "two", null] } };
+    };
+    const notifier = new Notifier();
+    const claimed = notifier.waitForChange("op_handed", 10_000);
+    const worker = new ExecutionWorker({ store, providers: new ProviderRegistry([provider]), notifier, logger: createLogger("silent"), clock, leaseMs });
+    defer(() => worker.stop());
+    await worker.start();
+
+    const executing = await claimed;
+    expect(executing).toMatchObject({ state: "executing", revision: 2, claimedBy: worker.id });
+    expect(executing).toEqual(await store.operation.findUnique({ where: { id: "op_handed" } }));
+
+    const ended = notifier.waitForChange("op_handed", 10_000);
+    release();
+    const succeeded = await ended;
+    expect(succeeded).toMatchObject({ state: "succeeded", revision: 3, result: { ran: "op_handed", items: [1, "two", null] } });
+    expect(succeeded).toEqual(await store.operation.findUnique({ where: { id: "op_handed" } }));
+  });
+
   it("keeps its lease by heartbeat and gives it up on stop", async () => {
     now = Date.now();
     const database = await open();
