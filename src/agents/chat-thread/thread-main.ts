@@ -1,3 +1,4 @@
+import os from "node:os";
 import { parentPort, workerData } from "node:worker_threads";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { ChatContextSchema, ChatMessageSchema } from "../../gen/neuro_san/api/grpc/chat_pb.js";
@@ -19,6 +20,9 @@ import { toWireError } from "./wire-error.js";
  */
 
 const { config, logLevel } = workerData as ChatThreadSettings;
+// Chats take the CPU the serving loop leaves: a core both want goes to the loop first, so List, submits and health
+// checks answer while agents work. Only on Linux is a thread's priority its own (elsewhere this would be the process's).
+if (process.platform === "linux") os.setPriority(5);
 const port = parentPort!;
 const reports = new Batches<Report>((batch) => port.postMessage(batch));
 const send = (report: Report) => reports.push(report);
