@@ -14,9 +14,10 @@ import type { ChatThreadSettings, Instruction, Report } from "./protocol.js";
 import { toWireError } from "./wire-error.js";
 
 /*
- * The chat thread: StreamingChat and agent.chat operations run their turns here, on the same agent runtime the server builds, so their
- * CPU (the runtime, the LLM SDKs, protobuf) is not spent on the loop that serves requests. It keeps its own registry
- * of the same manifest, reloaded as the server's is; its environment is the server's (the Worker's `env`).
+ * The chat thread: StreamingChat and agent.chat operations run their turns here, on the same agent runtime the server
+ * builds, so their CPU (the runtime, the LLM SDKs, protobuf) is not spent on the loop that serves requests. It keeps
+ * its own registry of the same manifest, reloaded as the server's is; its environment is the server's (the Worker's
+ * `env`).
  */
 
 const { config, logLevel } = workerData as ChatThreadSettings;
