@@ -27,6 +27,17 @@ async function collect(messages: AsyncIterable<ChatMessage>): Promise<ChatMessag
   return collected;
 }
 
+/**
+ * Reads a Waiter's chat up to the progress message that says it waits for its cancellation: a cancel sent earlier could
+ * reach the chat before its tool listens for it.
+ */
+async function untilWaiting(messages: AsyncIterator<ChatMessage>): Promise<void> {
+  for (let next = await messages.next(); !next.done; next = await messages.next()) {
+    if (next.value.structure?.["waiting"] === true) return;
+  }
+  throw new Error("the chat ended before its Waiter waited");
+}
+
 /** What a message says, without the time it took (which differs run to run). */
 function comparable(message: ChatMessage): ChatMessage {
   const { time_taken_in_seconds: _, ...structure } = message.structure ?? {};
@@ -114,11 +125,7 @@ describe("the chat thread", () => {
       const thread = threadWith(env);
       const chats = await Promise.all(Array.from({ length: 12 }, async () => (await thread.start(turn("Waiter", { signal: stopping.signal })))[Symbol.asyncIterator]()));
       // Each Waiter's progress message says it is waiting on its chat's own signal, in the thread.
-      for (const messages of chats) {
-        for (let next = await messages.next(); !next.done; next = await messages.next()) {
-          if (next.value.structure?.["waiting"] === true) break;
-        }
-      }
+      for (const messages of chats) await untilWaiting(messages);
       stopping.abort();
       for (const messages of chats) await expect(drain(messages)).rejects.toThrow();
       expect(warnings.map((warning) => warning.name)).not.toContain("MaxListenersExceededWarning");
@@ -145,10 +152,11 @@ describe("the chat thread", () => {
     const tooMany = { code: Code.ResourceExhausted, reason: "TOO_MANY_CHATS" };
 
     const cancel = new AbortController();
-    const waiting = await thread.start(turn("Waiter", { signal: cancel.signal }));
+    const waiting = (await thread.start(turn("Waiter", { signal: cancel.signal })))[Symbol.asyncIterator]();
     await expect(thread.start(turn("Hello"))).rejects.toMatchObject(tooMany);
+    await untilWaiting(waiting);
     cancel.abort();
-    await expect(collect(waiting)).rejects.toThrow();
+    await expect(drain(waiting)).rejects.toThrow();
     await collect(await thread.start(turn("Hello")));
 
     // The chat the dying thread counted goes with it.
