@@ -81,6 +81,8 @@ export class LlmAgent {
 
   private async callTool(tools: Map<string, OfferedTool>, call: LlmToolCall, caller: Caller): Promise<string> {
     const { session } = this;
+    // A cancelled chat calls no tool of any kind: a streamed LLM answer cut short by the cancellation still arrives.
+    session.signal.throwIfAborted();
     const tool = tools.get(call.name);
     if (!tool) return toolErrorText(session.network, call.name, `there is no tool named ${call.name}`);
     const toolName = tool.originName;
