@@ -40,6 +40,9 @@ export class LlmAgent {
     for (let iteration = 0; iteration < session.network.limits.maxIterations; iteration++) {
       session.signal.throwIfAborted();
       const response = await llm.complete({ messages, tools: llmTools, signal: session.signal });
+      // The SDKs end a streamed answer cut short by the cancellation quietly: its text and tool calls are partial, and
+      // a cancelled chat calls no tool of any kind.
+      session.signal.throwIfAborted();
       session.addUsage(response.usage);
       if (response.text !== "" || response.toolCalls.length === 0) {
         session.emit({ type: MessageType.AI, text: response.text, origin });
@@ -81,8 +84,6 @@ export class LlmAgent {
 
   private async callTool(tools: Map<string, OfferedTool>, call: LlmToolCall, caller: Caller): Promise<string> {
     const { session } = this;
-    // A cancelled chat calls no tool of any kind: a streamed LLM answer cut short by the cancellation still arrives.
-    session.signal.throwIfAborted();
     const tool = tools.get(call.name);
     if (!tool) return toolErrorText(session.network, call.name, `there is no tool named ${call.name}`);
     const toolName = tool.originName;
