@@ -102,6 +102,8 @@ export class CodedToolActivation implements Activation {
     const args = { ...llmArgs, ...spec.args };
     return runReported(session, origin, args, async () => {
       const ToolClass = await session.services.codedTools.load(session.network.name, spec.className!);
+      // Loading a module spans turns of the event loop: a chat cancelled meanwhile must not run the tool.
+      session.signal.throwIfAborted();
       const tool = new ToolClass();
       const context: CodedToolContext = {
         reportProgress: (structure) => {

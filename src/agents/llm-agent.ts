@@ -40,6 +40,9 @@ export class LlmAgent {
     for (let iteration = 0; iteration < session.network.limits.maxIterations; iteration++) {
       session.signal.throwIfAborted();
       const response = await llm.complete({ messages, tools: llmTools, signal: session.signal });
+      // The SDKs end a streamed answer cut short by the cancellation quietly: its text and tool calls are partial, and
+      // a cancelled chat calls no tool of any kind.
+      session.signal.throwIfAborted();
       session.addUsage(response.usage);
       if (response.text !== "" || response.toolCalls.length === 0) {
         session.emit({ type: MessageType.AI, text: response.text, origin });
