@@ -1,9 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChatRunner } from "../../src/agents/chat-runner.js";
 import { createAgentRuntime } from "../../src/agents/configured-runtime.js";
+import { CodedToolLoader } from "../../src/agents/coded-tools.js";
 import { AgentRegistry } from "../../src/agents/registry.js";
+import { AgentRuntime } from "../../src/agents/runtime.js";
 import { loadConfig } from "../../src/config.js";
 import { ChatMessage_ChatMessageType as MessageType, type ChatMessage } from "../../src/gen/neuro_san/api/grpc/chat_pb.js";
+import type { LlmResponse } from "../../src/llm/llm.js";
 import { createLogger } from "../../src/logger.js";
 import { slowLoading } from "../fixtures/cancellation/slow-loading.js";
 import { ScriptedLlm } from "../support/scripted-llm/scripted-llm.js";
@@ -57,5 +60,46 @@ describe("a cancelled chat", () => {
     await expect(ended).rejects.toBe(cancelled);
     expect(slowLoading.invocations).toBe(0);
     expect(messages.filter((message) => message.type === MessageType.AGENT_TOOL_RESULT)).toEqual([]);
+  });
+
+  // What the SDKs hand back when a streamed answer is cut short by the cancellation: whatever had arrived, quietly.
+  it.each([
+    ["a partial answer", { text: "The answer is", toolCalls: [] }],
+    ["the tool calls that had arrived", { text: "", toolCalls: [{ id: "call_1", name: "SlowToLoad", arguments: {} }] }],
+  ])("ends with its cancellation when the LLM's reply comes back cut short by it, and acts on none of %s", async (_, cutShort) => {
+    const cancel = new AbortController();
+    const cancelled = new Error("the client cancelled");
+    const cutShortRuntime = new AgentRuntime({
+      registry,
+      createLlm: () => ({
+        description: "an LLM whose reply the cancellation cut short",
+        async complete(): Promise<LlmResponse> {
+          cancel.abort(cancelled);
+          return { ...cutShort, usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2, cost: 0 }, model: "cut-short" };
+        },
+      }),
+      codedTools: new CodedToolLoader("test/fixtures/cancellation/coded_tools"),
+      logger: createLogger("silent"),
+      maxConcurrentChats: 0,
+      heartbeatSeconds: 0,
+    });
+    const messages: ChatMessage[] = [];
+    const chat = await cutShortRuntime.start({
+      network: registry.require("cancellation"),
+      text: "SlowToLoad",
+      mimeData: [],
+      slyData: {},
+      chatContext: undefined,
+      metadata: {},
+      signal: cancel.signal,
+    });
+
+    await expect(
+      (async () => {
+        for await (const message of chat) messages.push(message);
+      })(),
+    ).rejects.toBe(cancelled);
+    // The system and human messages went out before the LLM was asked; nothing of its reply did.
+    expect(messages.map((message) => message.type)).toEqual([MessageType.SYSTEM, MessageType.HUMAN]);
   });
 });
