@@ -36,22 +36,28 @@ describe("a cancelled chat", () => {
     await llm.close();
   });
 
-  it("ends with its cancellation and never invokes the coded tool it was loading when cancelled", async () => {
-    const cancel = new AbortController();
-    const cancelled = new Error("the client cancelled");
+  /** Starts the fixture's chat asking for SlowToLoad: the messages as they come, and the chat's end. */
+  async function chatFor(runner: ChatRunner, signal: AbortSignal): Promise<{ messages: ChatMessage[]; ended: Promise<void> }> {
     const messages: ChatMessage[] = [];
-    const chat = await runtime.start({
+    const chat = await runner.start({
       network: registry.require("cancellation"),
       text: "SlowToLoad",
       mimeData: [],
       slyData: {},
       chatContext: undefined,
       metadata: {},
-      signal: cancel.signal,
+      signal,
     });
     const ended = (async () => {
       for await (const message of chat) messages.push(message);
     })();
+    return { messages, ended };
+  }
+
+  it("ends with its cancellation and never invokes the coded tool it was loading when cancelled", async () => {
+    const cancel = new AbortController();
+    const cancelled = new Error("the client cancelled");
+    const { messages, ended } = await chatFor(runtime, cancel.signal);
 
     await slowLoading.started.promise;
     cancel.abort(cancelled);
@@ -83,22 +89,9 @@ describe("a cancelled chat", () => {
       maxConcurrentChats: 0,
       heartbeatSeconds: 0,
     });
-    const messages: ChatMessage[] = [];
-    const chat = await cutShortRuntime.start({
-      network: registry.require("cancellation"),
-      text: "SlowToLoad",
-      mimeData: [],
-      slyData: {},
-      chatContext: undefined,
-      metadata: {},
-      signal: cancel.signal,
-    });
+    const { messages, ended } = await chatFor(cutShortRuntime, cancel.signal);
 
-    await expect(
-      (async () => {
-        for await (const message of chat) messages.push(message);
-      })(),
-    ).rejects.toBe(cancelled);
+    await expect(ended).rejects.toBe(cancelled);
     // The system and human messages went out before the LLM was asked; nothing of its reply did.
     expect(messages.map((message) => message.type)).toEqual([MessageType.SYSTEM, MessageType.HUMAN]);
   });
