@@ -21,7 +21,12 @@ export interface Axon {
 export async function startAxon(
   config: Config,
   logger: Logger,
-  options: { env?: NodeJS.ProcessEnv; chats?: ChatRunner } = {},
+  options: {
+    env?: NodeJS.ProcessEnv;
+    chats?: ChatRunner;
+    /** Told when a database awaited after start cannot be opened after all (a wrong database name, say): stop then. */
+    onUnopenable?: (error: unknown) => void;
+  } = {},
 ): Promise<Axon> {
   const env = options.env ?? process.env;
   const { manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile } = config;
@@ -59,15 +64,29 @@ export async function startAxon(
       },
     },
   });
-  health.markReady();
-  // Submissions are stored from now on; the worker executes what is approved once it holds its lease.
-  void operations.worker.start();
+  let closing = false;
+  const serve = (): void => {
+    health.markReady();
+    // Submissions are stored from now on; the worker executes what is approved once it holds its lease.
+    void operations.worker.start();
+  };
+  if (operations.openedAtStart) serve();
+  else {
+    // Serving already: alive, not ready, operations answered as in an outage, until the database opens.
+    health.waitFor("database");
+    operations.opened.then(serve, (error: unknown) => {
+      if (closing) return;
+      if (options.onUnopenable) options.onUnopenable(error);
+      else logger.error({ err: error }, "the database cannot be opened");
+    });
+  }
   return {
     server,
     registry,
     health,
     operations,
     async close() {
+      closing = true;
       await server.close();
       await operations.close();
       await chatThread?.close();

@@ -3,11 +3,13 @@ import type { AgentRegistry } from "../agents/registry.js";
 import type { ChatRunner } from "../agents/chat-runner.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
-import { openDatabase, type Database } from "../store/database.js";
+import type { Database } from "../store/database.js";
+import { waitForDatabase } from "../store/database-wait.js";
 import { loadAdmissionLimits } from "./admission.js";
 import { OperationsBroker } from "./broker.js";
 import { systemClock, type Clock } from "./clock.js";
 import { Notifier } from "./notifier.js";
+import { OnceOpen } from "./once-open.js";
 import { loadPolicy, operationsAvailableTo } from "./policy.js";
 import { AgentChatProvider } from "./providers/agent-chat.js";
 import { loadCredentials } from "./providers/credentials.js";
@@ -19,20 +21,32 @@ import { createTransfers, type Transfers } from "./transfers/transfers.js";
 import { ExecutionWorker } from "./worker.js";
 
 export interface Operations {
+  /**
+   * The database and what runs over it: until the database opens, stand-ins whose every use throws DatabaseNotOpen,
+   * answered as an outage is (503 STORAGE_UNAVAILABLE, retry shortly).
+   */
   database: Database;
   broker: OperationsBroker;
   /** Not started: the caller starts it once it serves, so that the lease's first queries do not hold up readiness. */
   worker: ExecutionWorker;
-  principals: { clients: PrincipalSet; operators: PrincipalSet };
   /** Sealed payloads and streams (Agent V1 §6). */
   transfers: Transfers;
+  /** Resolves once the database is open and the parts above are real; rejects when it cannot be opened at all. */
+  opened: Promise<void>;
+  /** Whether the database opened at the first try, before startOperations resolved: `opened` has resolved too. */
+  openedAtStart: boolean;
+  principals: { clients: PrincipalSet; operators: PrincipalSet };
   /** Secrets created on this first start, to show the administrator once. */
   generatedSecrets: (GeneratedSecret & { kind: string })[];
   operationsFor(clientId: string): string[];
   close(): Promise<void>;
 }
 
-/** Agent Operations V1 assembled: database, secrets, policy, admission, providers, broker, worker and sweeper. */
+/**
+ * Agent Operations V1 assembled: database, secrets, policy, admission, providers, broker, worker and sweeper. Resolves
+ * after the first try to open the database: with everything ready when it opened, else with the database awaited in
+ * the background (`opened`). Rejects, as its files' errors do, when the database cannot be opened at all.
+ */
 export async function startOperations(
   config: Config,
   logger: Logger,
@@ -47,51 +61,77 @@ export async function startOperations(
     loadAdmissionLimits(config.admissionFile, { projectRoot: config.projectRoot }),
     loadCredentials(config.credentialsFile, deps.env, { projectRoot: config.projectRoot }),
   ]);
-  const database = await openDatabase(config.databaseUrl, { logger });
   const clock = deps.clock ?? systemClock;
-  const transfers = await createTransfers({ database, settings: transferSettingsFromEnv(deps.env), dataDir: config.dataDir, logger, clock });
+  const parts = { database: new OnceOpen<Database>(), broker: new OnceOpen<OperationsBroker>(), worker: new OnceOpen<ExecutionWorker>(), transfers: new OnceOpen<Transfers>() };
+  let closeAssembled: (() => Promise<void>) | undefined;
+
+  // Sealed bodies are opened at execution, which begins only once the database is open.
+  const sealedBodies = { consume: (clientId: string, id: string) => parts.transfers.get().sealedPayloads.consume(clientId, id) };
   const providers = new ProviderRegistry([
     new AgentChatProvider({ registry: deps.registry, chats: deps.chats }),
-    new HttpRequestProvider({ credentials, sealedBodies: transfers.sealedPayloads, timeoutMs: config.httpRequestTimeoutSeconds * 1000 }),
+    new HttpRequestProvider({ credentials, sealedBodies, timeoutMs: config.httpRequestTimeoutSeconds * 1000 }),
   ]);
 
-  const store = operationsStore(database);
-  const notifier = new Notifier();
-  // Replicas sharing PostgreSQL wake each other's waits, watches and workers.
-  const replicas =
-    database.provider === "postgresql"
-      ? await (await import("../store/replica-notifications.js")).listenToReplicas(config.databaseUrl, (message) => notifier.receivedFromReplica(message), logger)
-      : undefined;
-  if (replicas) notifier.publishTo((message) => replicas.publish(message));
-  const broker = new OperationsBroker({ store, policy, admission, providers, notifier, logger, clock });
-  const worker = new ExecutionWorker({
-    store: operationsStore(database, database.background),
-    providers,
-    notifier,
-    logger,
-    clock,
-    leaseMs: config.replicaLeaseSeconds * 1000,
-  });
-  const sweeper = setInterval(() => void broker.sweep().catch((error: unknown) => logger.error({ err: error }, "sweep failed")), 10_000);
-  sweeper.unref();
+  const assemble = async (database: Database): Promise<void> => {
+    const transfers = await createTransfers({ database, settings: transferSettingsFromEnv(deps.env), dataDir: config.dataDir, logger, clock });
+
+    const store = operationsStore(database);
+    const notifier = new Notifier();
+    // Replicas sharing PostgreSQL wake each other's waits, watches and workers.
+    const replicas =
+      database.provider === "postgresql"
+        ? await (await import("../store/replica-notifications.js")).listenToReplicas(config.databaseUrl, (message) => notifier.receivedFromReplica(message), logger)
+        : undefined;
+    if (replicas) notifier.publishTo((message) => replicas.publish(message));
+    const broker = new OperationsBroker({ store, policy, admission, providers, notifier, logger, clock });
+    const worker = new ExecutionWorker({
+      store: operationsStore(database, database.background),
+      providers,
+      notifier,
+      logger,
+      clock,
+      leaseMs: config.replicaLeaseSeconds * 1000,
+    });
+    const sweeper = setInterval(() => void broker.sweep().catch((error: unknown) => logger.error({ err: error }, "sweep failed")), 10_000);
+    sweeper.unref();
+    parts.database.set(database);
+    parts.transfers.set(transfers);
+    parts.broker.set(broker);
+    parts.worker.set(worker);
+    closeAssembled = async () => {
+      clearInterval(sweeper);
+      await worker.stop();
+      await replicas?.close();
+      transfers.close();
+      await database.close();
+    };
+  };
+
+  const waiting = waitForDatabase(config.databaseUrl, logger);
+  const opened = waiting.opened.then(assemble);
+  // A first try that fails for good rejects startOperations itself: `opened`, rejecting with it, is nobody's to catch.
+  opened.catch(() => undefined);
+  // Opened at the first try: everything is ready now, as callers without a late database expect.
+  const openedAtStart = await waiting.firstTry;
+  if (openedAtStart) await opened;
 
   return {
-    database,
-    broker,
-    worker,
+    database: parts.database.standIn,
+    broker: parts.broker.standIn,
+    worker: parts.worker.standIn,
+    transfers: parts.transfers.standIn,
+    opened,
+    openedAtStart,
     principals: { clients: clients.principals, operators: operators.principals },
-    transfers,
     generatedSecrets: [
       ...clients.generated.map((secret) => ({ ...secret, kind: "client" })),
       ...operators.generated.map((secret) => ({ ...secret, kind: "operator" })),
     ],
     operationsFor: (clientId) => operationsAvailableTo(policy, clientId, providers.names()),
     async close() {
-      clearInterval(sweeper);
-      await worker.stop();
-      await replicas?.close();
-      transfers.close();
-      await database.close();
+      waiting.stop();
+      await opened.catch(() => undefined);
+      await closeAssembled?.();
     },
   };
 }

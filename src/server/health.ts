@@ -19,6 +19,8 @@ const wholeServer = "";
 export class HealthState {
   private started = false;
   private draining = false;
+  /** What readiness still waits for before the server may start (the database), named by /readyz meanwhile. */
+  private awaited: string | undefined;
   private readonly knownServices: ReadonlySet<string>;
   private readonly wakeWatchers = new Set<() => void>();
 
@@ -30,9 +32,22 @@ export class HealthState {
     return this.started && !this.draining;
   }
 
+  /** Why it is not ready, for /readyz: what it waits for, or that it is starting or draining; undefined when ready. */
+  get notReadyReason(): string | undefined {
+    if (this.draining) return "draining";
+    if (this.started) return undefined;
+    return this.awaited === undefined ? "starting" : `waiting for the ${this.awaited}`;
+  }
+
+  /** Names what the start waits for (the database) until markReady(). */
+  waitFor(dependency: string): void {
+    this.awaited = dependency;
+  }
+
   markReady(): void {
     if (this.started || this.draining) return;
     this.started = true;
+    this.awaited = undefined;
     this.notifyWatchers();
   }
 

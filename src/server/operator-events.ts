@@ -17,20 +17,21 @@ import { invalidArgument } from "../errors.js";
  */
 export async function serveOperatorEvents(req: HttpRequest, res: HttpResponse, broker: OperationsBroker, operators: PrincipalSet): Promise<void> {
   for (const [name, value] of Object.entries(strictResponseHeaders)) res.setHeader(name, value);
-  let lastEventId: number | undefined;
+  const abort = new AbortController();
+  let feed: ReturnType<OperationsBroker["operatorFeed"]>;
   try {
     authenticated(operators, req.headers.authorization ?? null);
-    lastEventId = lastEventIdOf(req.headers["last-event-id"]);
+    // Taken before the 200: a replica still waiting for its database answers 503 here, with Retry-After.
+    feed = broker.operatorFeed(lastEventIdOf(req.headers["last-event-id"]), abort.signal);
   } catch (error) {
     const status = toConnectError(error, { contractCodes: true });
     return writeStatusError(res, status, { headers: status.metadata });
   }
-  const abort = new AbortController();
   res.on("close", () => abort.abort());
   const write = (text: string): boolean => (res.write as (chunk: string) => boolean).call(res, text);
   res.writeHead(200, { "content-type": "text/event-stream" });
   write(": connected\n\n");
-  for await (const event of broker.operatorFeed(lastEventId, abort.signal)) {
+  for await (const event of feed) {
     const data = JSON.stringify(toJson(EventSchema, eventMessage(event), { registry: typeRegistry }));
     write(`id: ${event.seq}\nevent: ${event.kind}\ndata: ${data}\n\n`);
   }

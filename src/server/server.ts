@@ -106,7 +106,10 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
   const plainRoutes: Record<string, (res: HttpResponse, req: HttpRequest) => void | Promise<void>> = {
     "/healthz": (res) => writeJson(res, 200, { status: "ok" }),
     "/livez": (res) => writeJson(res, 200, { status: "ok" }),
-    "/readyz": (res) => writeJson(res, health.ready ? 200 : 503, { status: health.ready ? "ready" : "not ready" }),
+    "/readyz": (res) => {
+      const reason = health.notReadyReason;
+      writeJson(res, reason === undefined ? 200 : 503, reason === undefined ? { status: "ready" } : { status: "not ready", reason });
+    },
     "/metrics": async (res) => {
       const body = await metrics.scrape();
       res.writeHead(200, { "content-type": metrics.contentType });

@@ -87,7 +87,8 @@ export async function openDatabase(databaseUrl: string, options: OpenDatabaseOpt
   };
 }
 
-function providerOf(databaseUrl: string): Provider {
+/** Which database a URL names; throws, saying what is accepted, for anything else. */
+export function providerOf(databaseUrl: string): Provider {
   if (databaseUrl.startsWith("file:")) return "sqlite";
   if (/^postgres(ql)?:\/\//.test(databaseUrl)) return "postgresql";
   throw new Error(`DATABASE_URL must start with file:, postgres:// or postgresql:// (got ${redact(databaseUrl).split(":")[0]}:...)`);

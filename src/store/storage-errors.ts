@@ -26,9 +26,21 @@ const pgConnectionMessages = [
   "Client was closed and is not queryable",
 ];
 
+/**
+ * What a replica still waiting for its database throws where it would use it: answered as any unreachable database
+ * is (STORAGE_UNAVAILABLE, retry shortly), so a replica started during an outage behaves as one that lived through it.
+ */
+export class DatabaseNotOpen extends Error {
+  override readonly name = "DatabaseNotOpen";
+  constructor() {
+    super("the database has not opened yet");
+  }
+}
+
 /** True when the database could not be reached or dropped the connection: worth retrying shortly, not a bug. */
 export function isStorageUnavailable(error: unknown): boolean {
   return someInChain(error, (candidate) => {
+    if (candidate instanceof DatabaseNotOpen) return true;
     const code = stringField(candidate, "code");
     // PrismaClientInitializationError names its code errorCode.
     const prismaCode = code ?? stringField(candidate, "errorCode");

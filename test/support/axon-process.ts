@@ -30,19 +30,7 @@ process.once("exit", () => {
  * this one's, and resolves once it logs the URL it serves. Rejects with its stderr if it exits first.
  */
 export async function startAxonProcess(env: Record<string, string>, options: { startupMs?: number } = {}): Promise<AxonProcess> {
-  const child = spawn(process.execPath, ["dist/main.js"], {
-    cwd: projectRoot,
-    env: {
-      ...process.env,
-      LOG_LEVEL: "info",
-      AXON_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), "axon-process-")),
-      ...env,
-      AGENT_HTTP_PORT: "0",
-      AXON_HOST: "127.0.0.1",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  running.add(child);
+  const child = spawnAxon(env);
   // "close" (not "exit"): the last log lines have been read by then.
   const closed = new Promise<number | null>((resolve) =>
     child.once("close", (code) => {
@@ -94,4 +82,49 @@ export async function startAxonProcess(env: Record<string, string>, options: { s
       }
     },
   };
+}
+
+/** What a process that was expected to stop on its own left: its exit code, its JSON log lines and its stderr. */
+export interface AxonExit {
+  code: number | null;
+  logs: Record<string, unknown>[];
+  stderr: string;
+}
+
+/** Spawns `node dist/main.js` as startAxonProcess does and resolves once it exits (killed after `timeoutMs`). */
+export async function runAxonProcessToExit(env: Record<string, string>, options: { timeoutMs?: number } = {}): Promise<AxonExit> {
+  const child = spawnAxon(env);
+  const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 15_000);
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+  clearTimeout(timer);
+  running.delete(child);
+  const logs = stdout.split("\n").flatMap((line) => {
+    try {
+      return [JSON.parse(line) as Record<string, unknown>];
+    } catch {
+      return [];
+    }
+  });
+  return { code, logs, stderr };
+}
+
+function spawnAxon(env: Record<string, string>): ChildProcess {
+  const child = spawn(process.execPath, ["dist/main.js"], {
+    cwd: projectRoot,
+    env: {
+      ...process.env,
+      LOG_LEVEL: "info",
+      AXON_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), "axon-process-")),
+      ...env,
+      AGENT_HTTP_PORT: "0",
+      AXON_HOST: "127.0.0.1",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  running.add(child);
+  return child;
 }
