@@ -35,7 +35,11 @@ if (!client) {
   await operations.close();
   fail(`the token is not a client secret in ${config.clientsFile}`);
 }
-void operations.worker.start();
+// A database still late is waited for: the tools answer as in an outage until it opens.
+operations.opened.then(
+  () => void operations.worker.start(),
+  (error: unknown) => fail(error instanceof Error ? error.message : String(error)),
+);
 
 const stopping = new AbortController();
 const server = createMcpServer({ broker: operations.broker, operationsFor: operations.operationsFor, registry, chats, logger }, { clientId: client.name, signal: stopping.signal });
