@@ -6,13 +6,23 @@ import { directStatements, type OperationRow, type StoreClient } from "./store.j
 
 /**
  * Records an execution's proven (or unknown) outcome with its event and audit record, all or nothing, and returns the
- * operation as written. Only the replica holding the operation may: `undefined` when it is no longer executing under
+ * operation as written; a recovered one says how in its audit record (`recovered_by`). Only the replica holding the operation may: `undefined` when it is no longer executing under
  * `replica` (another replica reconciled it after this one's lease lapsed), and nothing is written. On PostgreSQL this
  * is one statement: ending an operation changes the load counts, whose rows stay locked only for the statement and its
  * commit. On SQLite, one batch: one message to the database thread, so a worker's writes never block the event loop
  * for a step of theirs.
  */
-export async function recordOutcome(store: StoreClient, replica: string, operationId: string, outcome: ExecutionOutcome, now: Date): Promise<OperationRow | undefined> {
+/** How an outcome was recovered after the replica executing it stopped: `replay`, sent again with the same idempotency key. */
+export type Recovery = "replay";
+
+export async function recordOutcome(
+  store: StoreClient,
+  replica: string,
+  operationId: string,
+  outcome: ExecutionOutcome,
+  now: Date,
+  recovery?: Recovery,
+): Promise<OperationRow | undefined> {
   const sql = dialects[store.provider];
   const succeeded = outcome.state === "succeeded";
   const change = Prisma.sql`"state" = ${outcome.state}, "result" = ${sql.json(succeeded ? outcome.result : null)},
@@ -21,7 +31,7 @@ export async function recordOutcome(store: StoreClient, replica: string, operati
   const kind = `operation.${outcome.state}`;
   const event = Prisma.sql`${kind}, "clientId", ${operationId}, "revision", ${sql.json({ state: outcome.state })}, ${sql.time(now)}`;
   const audit = Prisma.sql`${replica}, 'system', ${kind}, ${succeeded ? null : "other"}, ${operationId},
-    ${sql.json(succeeded ? {} : { code: outcome.code })}, ${sql.time(now)}`;
+    ${sql.json({ ...(succeeded ? {} : { code: outcome.code }), ...(recovery ? { recovered_by: recovery } : {}) })}, ${sql.time(now)}`;
   if (store.provider === "postgresql") {
     const [written] = await store.$queryRaw<OperationRow[]>`
       WITH changed AS (${changeHeld(replica, operationId, change, now)}), event AS (

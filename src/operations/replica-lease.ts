@@ -17,12 +17,15 @@ export interface LeaseOptions {
   logger: Logger;
   clock: Clock;
   leaseMs: number;
+  /** Executes again, off the lease's own loop, an operation taken over whose provider answered `"replay"`. */
+  replay(operation: OperationRow): void;
 }
 
 /**
  * A replica's lease on the operations it claimed: a row it heartbeats every third of the lease. Once a replica's
  * heartbeat is older than the lease (the process was killed, or cut off from the database for longer), another one
- * reconciles what it left executing, by its provider, never running it again.
+ * reconciles what it left executing, by its provider, never running it again unless the provider shows that sending it
+ * again is safe (an upstream that honours an idempotency key): then it is replayed, with the same key.
  *
  * A replica reconciles others only after it has itself held its lease for a whole lease period without a failed
  * heartbeat: when the database was out for everyone, the survivors' heartbeats are stale too, and each gets that
@@ -82,7 +85,13 @@ export class ReplicaLease {
       const taken = await transition(store, operation, { claimedBy: id, claimedAt: now }, now);
       if (!taken) continue; // another replica took it first, or it finished after all
       const known = await providers.get(operation.operation)?.reconcile(toExecute(operation)).catch(() => undefined);
-      logger.info({ operation_id: operation.id, left_by: operation.claimedBy, reconciled: known?.state ?? "unknown" }, "reconciled an interrupted operation");
+      const reconciled = known === "replay" ? "replay" : (known?.state ?? "unknown");
+      logger.info({ operation_id: operation.id, left_by: operation.claimedBy, reconciled }, "reconciled an interrupted operation");
+      // A replay waits on the upstream: the worker runs it, so heartbeats never wait behind it.
+      if (known === "replay") {
+        this.options.replay(taken);
+        continue;
+      }
       const outcome = known ?? { state: "failed" as const, code: "upstream_result_unknown", message: "the replica executing it stopped; it was not retried" };
       const written = await recordOutcome(store, id, operation.id, outcome, clock.now());
       if (written) notifier.rowChanged(written);

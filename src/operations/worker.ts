@@ -5,7 +5,7 @@ import { isStorageUnavailable } from "../store/storage-errors.js";
 import type { Clock } from "./clock.js";
 import { newId } from "./lifecycle.js";
 import type { Notifier } from "./notifier.js";
-import { recordOutcome, recordProgress } from "./outcomes.js";
+import { recordOutcome, recordProgress, type Recovery } from "./outcomes.js";
 import type { ExecutionOutcome } from "./providers/provider.js";
 import type { ProviderRegistry } from "./providers/registry.js";
 import { ReplicaLease, toExecute } from "./replica-lease.js";
@@ -42,7 +42,8 @@ const maxRetryMs = 5_000;
 /**
  * Executes approved operations exactly once: operations are claimed by one statement that moves them from approved
  * to executing (one winner, across replicas too), run by their provider, and their proven outcome recorded. An
- * outcome that cannot be proven is never retried: the operation fails with `upstream_result_unknown`. An outcome the
+ * outcome that cannot be proven is never retried: the operation fails with `upstream_result_unknown`, unless a lapsed
+ * replica left it and its provider can replay it (an upstream that deduplicates by idempotency key). An outcome the
  * database could not take (it is down) is kept and written once it is back. Nothing a database error does escapes:
  * every failure is logged and retried, none ends the process.
  */
@@ -57,7 +58,7 @@ export class ExecutionWorker {
 
   constructor(private readonly options: WorkerOptions) {
     this.leaseMs = options.leaseMs ?? defaultLeaseMs;
-    this.lease = new ReplicaLease({ ...options, id: this.id, leaseMs: this.leaseMs });
+    this.lease = new ReplicaLease({ ...options, id: this.id, leaseMs: this.leaseMs, replay: (operation) => this.begin(operation, "replay") });
   }
 
   /**
@@ -100,7 +101,8 @@ export class ExecutionWorker {
       signal.addEventListener("abort", stop, { once: true });
       try {
         const room = concurrency - this.running.size;
-        if (room === 0) {
+        // Replays of lapsed replicas' operations count too, and may take it past the bound for a while.
+        if (room <= 0) {
           await Promise.race([...this.running, delay(pollMs, undefined, { signal: round.signal }).catch(() => undefined)]);
           continue;
         }
@@ -138,13 +140,14 @@ export class ExecutionWorker {
     return claimed;
   }
 
-  private begin(operation: OperationRow): void {
-    const execution = this.execute(operation).finally(() => this.running.delete(execution));
+  /** Runs an execution: a claimed operation, or (`replay`) one a lapsed replica left, sent again with the same key. */
+  private begin(operation: OperationRow, recovery?: Recovery): void {
+    const execution = this.execute(operation, recovery).finally(() => this.running.delete(execution));
     this.running.add(execution);
   }
 
   /** Never rejects: an execution's every failure ends in an outcome, and every outcome is recorded or logged. */
-  private async execute(operation: OperationRow): Promise<void> {
+  private async execute(operation: OperationRow, recovery?: Recovery): Promise<void> {
     const { providers, logger } = this.options;
     const provider = providers.get(operation.operation);
     // Progress is shown in order and at most one write at a time; a lost one is only a missed summary.
@@ -164,7 +167,7 @@ export class ExecutionWorker {
       outcome = { state: "failed", code: "upstream_result_unknown", message: "the outcome of the execution is unknown; it was not retried" };
     }
     await progress;
-    await this.record(operation.id, outcome);
+    await this.record(operation.id, outcome, recovery);
   }
 
   private async showProgress(operationId: string, summary: string): Promise<void> {
@@ -182,11 +185,11 @@ export class ExecutionWorker {
    * the write goes through or the process stops (then the operation is reconciled like any a stopped replica left).
    * An outcome the database refuses outright (a result it cannot store) is replaced by a failure that says so.
    */
-  private async record(operationId: string, outcome: ExecutionOutcome): Promise<void> {
+  private async record(operationId: string, outcome: ExecutionOutcome, recovery: Recovery | undefined): Promise<void> {
     const { store, clock, notifier, logger } = this.options;
     for (let retryMs = firstRetryMs; ; retryMs = Math.min(retryMs * 2, maxRetryMs)) {
       try {
-        const written = await recordOutcome(store, this.id, operationId, outcome, clock.now());
+        const written = await recordOutcome(store, this.id, operationId, outcome, clock.now(), recovery);
         if (written) notifier.rowChanged(written);
         return;
       } catch (error) {

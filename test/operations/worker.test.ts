@@ -24,7 +24,7 @@ class RecordingProvider implements Provider {
     this.executed.push(operation.id);
     return { state: "succeeded", result: { ran: operation.id } };
   }
-  async reconcile(operation: OperationToExecute): Promise<ExecutionOutcome | undefined> {
+  async reconcile(operation: OperationToExecute): Promise<ExecutionOutcome | "replay" | undefined> {
     this.reconciled.push(operation.id);
     return undefined;
   }
@@ -85,6 +85,35 @@ describe.each([
     expect(provider.executed).toEqual([]); // reconciled, never run again
     // The lapsed replica's row is gone; the live one and this worker's own lease remain.
     expect((await store.replica.findMany()).map((row) => row.id).sort()).toEqual([worker.id, "replica_live"].sort());
+  });
+
+  it("replays what a lapsed replica left executing when the provider says the upstream deduplicates it, and records the answer as recovered by replay", async () => {
+    const database = await open();
+    const store = operationsStore(database);
+    now = Date.now();
+    await store.replica.create({ data: { id: "replica_dead", heartbeatAt: new Date(now - 2 * leaseMs) } });
+    await store.operation.createMany({ data: [executing("op_replayed", "replica_dead"), executing("op_unknown", "replica_dead")] });
+    const provider = new RecordingProvider();
+    provider.reconcile = async (operation) => {
+      provider.reconciled.push(operation.id);
+      return operation.id === "op_replayed" ? "replay" : undefined;
+    };
+    const worker = await startWorker(store, provider);
+    now += leaseMs;
+    await worker.renewLease();
+
+    const replayed = await until(async () => {
+      const row = await store.operation.findUnique({ where: { id: "op_replayed" } });
+      return row?.state === "succeeded" ? row : undefined;
+    }, "the replay's outcome");
+    expect(replayed).toMatchObject({ result: { ran: "op_replayed" }, claimedBy: worker.id });
+    expect(provider.executed).toEqual(["op_replayed"]); // sent again once, by the replica that took it over
+    expect(await store.operation.findUnique({ where: { id: "op_unknown" } })).toMatchObject({ state: "failed", errorCode: "upstream_result_unknown" });
+    const audits = await store.auditRecord.findMany({ where: { operationId: { in: ["op_replayed", "op_unknown"] } }, orderBy: { operationId: "asc" } });
+    expect(audits.map((audit) => [audit.operationId, audit.action, audit.detail])).toEqual([
+      ["op_replayed", "operation.succeeded", { recovered_by: "replay" }],
+      ["op_unknown", "operation.failed", { code: "upstream_result_unknown" }],
+    ]);
   });
 
   it("two workers renewing at once reconcile each orphaned operation exactly once", async () => {

@@ -19,6 +19,11 @@ export interface Credential {
   /** The environment variable holding the secret. */
   secretEnv: string;
   methods: readonly HttpMethod[];
+  /**
+   * The header in which the upstream takes an idempotency key (`Idempotency-Key`), if it honours one: every request
+   * then carries a key of the operation's, and a request cut by a crash is sent again with it rather than left unknown.
+   */
+  idempotencyHeader?: string | undefined;
 }
 
 /** A broken credentials file: the server does not start with it. */
@@ -64,7 +69,8 @@ export class Credentials {
 }
 
 /**
- * Reads `AXON_CREDENTIALS_FILE` (HOCON or JSON): `{ "<name>": { base_url, header, scheme?, secret_env, methods } }`.
+ * Reads `AXON_CREDENTIALS_FILE` (HOCON or JSON): `{ "<name>": { base_url, header, scheme?, secret_env, methods,
+ * idempotency_header? } }`.
  * No file configured = no credentials, so every `http.request` names an unknown credential. A file that is set but
  * missing or invalid throws CredentialsFileError naming the file and the key.
  */
@@ -94,7 +100,7 @@ const CREDENTIAL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 /** RFC 9110 token: header field names and authentication schemes. */
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const ENVIRONMENT_VARIABLE = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const FIELDS = new Set(["base_url", "header", "scheme", "secret_env", "methods"]);
+const FIELDS = new Set(["base_url", "header", "scheme", "secret_env", "methods", "idempotency_header"]);
 /** Headers the secret may not travel in: the transport owns them, or a client could not tell them from framing. */
 const RESERVED_HEADERS = new Set([
   "host",
@@ -156,6 +162,13 @@ function parseCredential(file: string, name: string, entry: JsonValue): Credenti
     if (!allowed.includes(upper)) allowed.push(upper);
   }
 
+  const idempotencyHeader = entry["idempotency_header"];
+  if (idempotencyHeader !== undefined) {
+    if (typeof idempotencyHeader !== "string" || !TOKEN.test(idempotencyHeader)) fail("idempotency_header", "must be a valid HTTP header name such as Idempotency-Key");
+    else if (RESERVED_HEADERS.has(idempotencyHeader.toLowerCase())) fail("idempotency_header", `${idempotencyHeader} is managed by the HTTP client`);
+    else if (idempotencyHeader.toLowerCase() === header.toLowerCase()) fail("idempotency_header", "must differ from the header carrying the secret");
+  }
+
   return {
     name,
     origin: url.origin,
@@ -164,6 +177,7 @@ function parseCredential(file: string, name: string, entry: JsonValue): Credenti
     scheme: typeof scheme === "string" ? scheme : undefined,
     secretEnv,
     methods: allowed,
+    idempotencyHeader: typeof idempotencyHeader === "string" ? idempotencyHeader : undefined,
   };
 }
 

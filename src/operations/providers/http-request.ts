@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { AxonError, type FieldViolation } from "../../errors.js";
@@ -142,6 +143,8 @@ export class HttpRequestProvider implements Provider {
     const signal = AbortSignal.any([context.signal, timeout]);
     const headers = new Headers(request.headers);
     headers.set(credential.header, authorization);
+    // The server's key, never the agent's: it is what makes sending this again after a crash safe.
+    if (credential.idempotencyHeader !== undefined) headers.set(credential.idempotencyHeader, upstreamIdempotencyKey(operation.id));
 
     let response: Response;
     try {
@@ -196,10 +199,24 @@ export class HttpRequestProvider implements Provider {
     }
   }
 
-  /** An HTTP request cut by a crash cannot be proven either way: the lifecycle records upstream_result_unknown. */
-  async reconcile(): Promise<ExecutionOutcome | undefined> {
-    return undefined;
+  /**
+   * An HTTP request cut by a crash cannot be proven either way, unless its upstream honours an idempotency key: then it
+   * is sent again with the same key, and the upstream's answer (the first call's) is the outcome. A sealed body was
+   * consumed by the first send and cannot be sent again; anything else stays unknown (upstream_result_unknown).
+   */
+  async reconcile(operation: OperationToExecute): Promise<"replay" | undefined> {
+    const { request } = planRequest(this.credentials, operation.target, operation.arguments, this.sealedBodies !== undefined);
+    return request?.credential.idempotencyHeader !== undefined && request.sealedBody === undefined ? "replay" : undefined;
   }
+}
+
+/**
+ * The idempotency key the upstream sees for an operation: the same from every replica and after every restart, and
+ * unique per operation, as the operation's id is. A hash of the id under a prefix of its own, so it is neither the id
+ * nor the client's key, and no other use of the id yields it.
+ */
+export function upstreamIdempotencyKey(operationId: string): string {
+  return createHash("sha256").update(`axon/http.request/idempotency-key/v1:${operationId}`).digest("hex");
 }
 
 interface PlannedRequest {

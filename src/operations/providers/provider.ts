@@ -40,6 +40,10 @@ export interface Provider {
   present(target: JsonObject, args: JsonObject): Presentation;
   /** Resolves with a proven outcome; rejects when the outcome is unknown (the upstream may have acted). */
   execute(operation: OperationToExecute, context: ExecutionContext): Promise<ExecutionOutcome>;
-  /** After a restart, for an operation left executing: the outcome if the provider can prove it, else undefined. */
-  reconcile(operation: OperationToExecute): Promise<ExecutionOutcome | undefined>;
+  /**
+   * After a restart, for an operation left executing: the outcome if the provider can prove it; `"replay"` when sending
+   * it again is safe because the upstream answers a repeat with the first call's result (the same idempotency key),
+   * so executing it again recovers the outcome; else undefined (the outcome stays unknown).
+   */
+  reconcile(operation: OperationToExecute): Promise<ExecutionOutcome | "replay" | undefined>;
 }

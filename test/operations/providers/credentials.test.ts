@@ -50,6 +50,17 @@ describe("loadCredentials", () => {
     expect(credentials.get("local")).toMatchObject({ origin: "http://127.0.0.1:8081", basePath: "", scheme: undefined });
   });
 
+  it("names the header an upstream takes an idempotency key in, and refuses one that is no header name or carries the secret", async () => {
+    const json = JSON.stringify({
+      ledger: { base_url: "https://api.example.com", header: "Authorization", secret_env: "T", methods: ["POST"], idempotency_header: "Idempotency-Key" },
+    });
+    expect((await loadCredentials(await file("keyed.json", json), {})).get("ledger")?.idempotencyHeader).toBe("Idempotency-Key");
+    const base = 'base_url: "https://a.example", header: Authorization, secret_env: T, methods: [POST]';
+    expect((await failureOf(`x { ${base}, idempotency_header: "bad header" }`)).key).toBe("x.idempotency_header");
+    expect((await failureOf(`x { ${base}, idempotency_header: authorization }`)).reason).toContain("must differ from the header carrying the secret");
+    expect((await failureOf(`x { ${base}, idempotency_header: Content-Length }`)).key).toBe("x.idempotency_header");
+  });
+
   it("reads JSON files too", async () => {
     const json = JSON.stringify({ gh: { base_url: "https://api.github.com", header: "Authorization", scheme: "token", secret_env: "GH", methods: ["GET"] } });
     const credentials = await loadCredentials(await file("credentials.json", json), {});

@@ -5,7 +5,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { AxonError } from "../../../src/errors.js";
 import { Credentials, type Credential } from "../../../src/operations/providers/credentials.js";
-import { HttpRequestProvider } from "../../../src/operations/providers/http-request.js";
+import { HttpRequestProvider, upstreamIdempotencyKey } from "../../../src/operations/providers/http-request.js";
 import type { ExecutionContext, ExecutionOutcome, OperationToExecute } from "../../../src/operations/providers/provider.js";
 
 const SECRET = "sEcReT-0123456789-abcdefghijKLMNOP";
@@ -95,6 +95,7 @@ describe("http.request", () => {
         credential("example", upstream.url),
         credential("keyed", upstream.url, { header: "X-Api-Key", scheme: undefined, secretEnv: "KEY_TOKEN", basePath: "", methods: ["GET"] }),
         credential("unset", upstream.url, { secretEnv: "NOT_SET_ANYWHERE" }),
+        credential("ledger", upstream.url, { idempotencyHeader: "Idempotency-Key" }),
       ],
       env,
     );
@@ -592,8 +593,45 @@ describe("http.request", () => {
       expect(upstream.received).toHaveLength(0);
     });
 
-    it("cannot be reconciled after a crash", async () => {
-      expect(await provider.reconcile()).toBeUndefined();
+    it("cannot be reconciled after a crash when its upstream takes no idempotency key", async () => {
+      expect(await provider.reconcile(get("/x"))).toBeUndefined();
+      expect(upstream.received).toHaveLength(0);
+    });
+  });
+
+  describe("an upstream that honours an idempotency key", () => {
+    const charge = (id: string, headers: JsonObject = {}) => ({
+      id,
+      clientId: "client",
+      operation: "http.request",
+      target: { credential: "ledger", path: "/charges" },
+      arguments: { method: "POST", body: { amount: 100 }, headers },
+    });
+
+    it("gets in the configured header a key of the operation's: the same on every send of it, another for another operation", async () => {
+      await provider.execute(charge("op_first"), context());
+      await provider.execute(charge("op_first"), context());
+      await provider.execute(charge("op_second"), context());
+      const keys = upstream.received.map((received) => received.headers["idempotency-key"]);
+      expect(keys[0]).toMatch(/^[0-9a-f]{64}$/);
+      expect(keys).toEqual([keys[0], keys[0], upstreamIdempotencyKey("op_second")]);
+      expect(keys[0]).toBe(upstreamIdempotencyKey("op_first"));
+      expect(keys[0]).not.toBe(keys[2]);
+    });
+
+    it("gets the server's key even when the agent sent a header of that name, and never the operation's id", async () => {
+      await provider.execute(charge("op_agent_key", { "Idempotency-Key": "agent-chosen" }), context());
+      const sent = upstream.received[0]?.headers["idempotency-key"];
+      expect(sent).toBe(upstreamIdempotencyKey("op_agent_key"));
+      expect(sent).not.toContain("agent-chosen");
+      expect(sent).not.toContain("op_agent_key");
+    });
+
+    it("is replayed after a crash, and a request of another credential is not", async () => {
+      expect(await provider.reconcile(charge("op_cut"))).toBe("replay");
+      expect(await provider.reconcile(get("/x"))).toBeUndefined();
+      // Deciding sends nothing: the worker replays it.
+      expect(upstream.received).toHaveLength(0);
     });
   });
 });
