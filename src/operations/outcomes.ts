@@ -27,7 +27,7 @@ export async function recordOutcome(
   const succeeded = outcome.state === "succeeded";
   const change = Prisma.sql`"state" = ${outcome.state}, "result" = ${sql.json(succeeded ? outcome.result : null)},
     "errorCode" = ${succeeded ? null : outcome.code}, "errorMessage" = ${succeeded ? null : outcome.message.slice(0, 500)},
-    "terminalAt" = ${sql.time(now)}`;
+    "terminalAt" = ${sql.time(now)}, "recoveredBy" = ${recovery ?? null}`;
   const kind = `operation.${outcome.state}`;
   const event = Prisma.sql`${kind}, "clientId", ${operationId}, "revision", ${sql.json({ state: outcome.state })}, ${sql.time(now)}`;
   const audit = Prisma.sql`${replica}, 'system', ${kind}, ${succeeded ? null : "other"}, ${operationId},

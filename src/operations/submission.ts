@@ -103,7 +103,7 @@ export class Submissions {
       const outcome = await writeSubmission(this.options.store, plan);
       if (outcome.kind === "created") {
         this.options.notifier.created(plan.operation.id, plan.operation.state);
-        return { operation: { ...plan.operation, result: null, claimedBy: null, claimedAt: null }, created: true };
+        return { operation: { ...plan.operation, result: null, claimedBy: null, claimedAt: null, recoveredBy: null }, created: true };
       }
       // A concurrent duplicate won the key: the next round replays it.
       if (outcome.kind === "duplicate") continue;

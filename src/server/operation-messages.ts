@@ -31,6 +31,7 @@ export function operationMessage(row: OperationRow, options: { summary?: boolean
           ...(row.result ? { result: row.result as JsonObject } : {}),
         }),
     ...(row.errorCode ? { error: { code: operationErrorCode(row.errorCode), message: row.errorMessage ?? "" } } : {}),
+    recoveredBy: row.recoveredBy ?? "",
   });
 }
 

@@ -103,9 +103,10 @@ describe("a replica killed between the upstream's receipt and the outcome's writ
 
     const onSurvivor = operationsApi(survivor.url);
     const recovered = await onSurvivor.waitTerminal(alice, ledger);
-    expect(recovered).toMatchObject({ state: "succeeded", result: { status: 201, body: { charge: "ch_1", path: "/ledger/charges" } } });
+    expect(recovered).toMatchObject({ state: "succeeded", result: { status: 201, body: { charge: "ch_1", path: "/ledger/charges" } }, recovered_by: "replay" });
     const unknown = await onSurvivor.waitTerminal(alice, plain);
     expect(unknown).toMatchObject({ state: "failed", error: { code: "upstream_result_unknown" } });
+    expect(unknown.recovered_by).toBeUndefined();
 
     // The ledger saw the same key twice and charged once; the plain upstream was called once, with no key.
     const toLedger = upstream.received.filter((request) => request.path === "/ledger/charges");

@@ -23,5 +23,5 @@ export function operationRow<Fields extends Partial<OperationRow>>(id: string, f
     updatedAt: now,
     terminalAt: null as Date | null,
   };
-  return { ...row, ...(fields as Fields) } satisfies Omit<OperationRow, "result" | "claimedBy" | "claimedAt">;
+  return { ...row, ...(fields as Fields) } satisfies Omit<OperationRow, "result" | "claimedBy" | "claimedAt" | "recoveredBy">;
 }

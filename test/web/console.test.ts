@@ -342,6 +342,26 @@ describe.skipIf(!hasChromium)(`the web console in Chromium${hasChromium ? "" : "
     await page.setViewportSize(wide);
   });
 
+  it("shows which operations were recovered by replay: on the agent and operator APIs and on the console", async () => {
+    const api = operationsApi(server.url);
+    const operation = (await api.get(alice, (await api.post(alice, httpOp("web-console-recovered", "/recovered"))).body.id)).body;
+    await api.approve(operation.id);
+    expect((await api.waitTerminal(alice, operation.id)).state).toBe("succeeded");
+    expect((await api.get(alice, operation.id)).body.recovered_by).toBeUndefined();
+    // As the reconciler writes an outcome it recovered by replaying the request after its replica stopped.
+    await server.operations.database.prisma.operation.update({ where: { id: operation.id }, data: { recoveredBy: "replay" } });
+
+    expect((await api.get(alice, operation.id)).body.recovered_by).toBe("replay");
+    const request = await api.json(await api.call("GET", `/api/operator/v1/requests/${operation.approval_id}`, operator));
+    expect(request.body.linked_operation.recovered_by).toBe("replay");
+
+    await openTab("operations");
+    await page.locator("#operations").getByRole("button", { name: "Reload" }).click();
+    const row = page.locator(`tr.operation[data-id="${operation.id}"]`);
+    await expect.poll(() => row.locator(".recovered").textContent()).toBe("recovered by replay");
+    expect(await row.locator(".recovered").getAttribute("title")).toContain("sent again with the same idempotency key");
+  });
+
   it("wrote no errors or warnings to the console of the page used throughout", () => {
     expect(consoleProblems).toEqual([]);
   });

@@ -19,7 +19,19 @@ export const STATE_WORDS: Record<string, string> = {
   canceled: "canceled",
 };
 
-export const stateBadge = (state: string) => element("span", { class: `state state-${state}`, "data-state": state, title: state }, STATE_WORDS[state] ?? state);
+const stateBadge = (state: string) => element("span", { class: `state state-${state}`, "data-state": state, title: state }, STATE_WORDS[state] ?? state);
+
+/** What each way of recovering an outcome means, for an operation whose replica stopped while it ran. */
+const RECOVERY_WORDS: Record<string, string> = {
+  replay: "recovered by replay: its replica stopped, and the request was sent again with the same idempotency key",
+};
+
+/** The state, and beside it whether the outcome was recovered after its replica stopped. */
+export function stateWithRecovery(operation: Pick<Operation, "state" | "recoveredBy">): HTMLElement {
+  if (!operation.recoveredBy) return stateBadge(operation.state);
+  const recovered = element("span", { class: "recovered", "data-recovered-by": operation.recoveredBy, title: RECOVERY_WORDS[operation.recoveredBy] ?? operation.recoveredBy }, `recovered by ${operation.recoveredBy}`);
+  return element("span", {}, stateBadge(operation.state), " ", recovered);
+}
 
 /**
  * The operations tab, as one Agent V1 client sees them: the list (ListOperations), kept live by WatchOperations
@@ -148,7 +160,7 @@ export function showOperations(root: HTMLElement): void {
       element(
         "dl",
         { class: "fields" },
-        ...field("state", stateBadge(operation.state)),
+        ...field("state", stateWithRecovery(operation)),
         ...field("operation", operation.operation),
         ...field("id", element("span", { class: "mono" }, operation.id)),
         ...field("reason", operation.reason),
@@ -173,7 +185,7 @@ function fillRow(tr: HTMLTableRowElement, operation: Operation): void {
   tr.dataset.state = operation.state;
   tr.replaceChildren(
     element("td", {}, element("strong", {}, operation.presentation?.title || operation.operation), element("div", { class: "mono muted" }, operation.id)),
-    element("td", {}, stateBadge(operation.state)),
+    element("td", {}, stateWithRecovery(operation)),
     element("td", {}, operation.reason),
     element("td", {}, operation.updatedAt ? timestampDate(operation.updatedAt).toLocaleTimeString() : ""),
   );

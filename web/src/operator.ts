@@ -2,7 +2,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Request } from "../../src/gen/axon/operator/v1/operator_pb.js";
 import { describeError, isCanceled, isUnauthenticated, operator, operatorSecret } from "./clients.js";
 import { button, element, prettyJson } from "./dom.js";
-import { field, stateBadge } from "./operations.js";
+import { field, stateWithRecovery } from "./operations.js";
 import { SecretForm } from "./secret-form.js";
 
 const retryMs = 3000;
@@ -117,7 +117,7 @@ export function showOperator(root: HTMLElement): void {
         ...field("client", request.clientId),
         ...field("reason", request.reason),
         ...field("grant", grantTerms(request)),
-        ...(operation ? field("operation", element("span", {}, stateBadge(operation.state), " ", element("span", { class: "mono" }, operation.id))) : []),
+        ...(operation ? field("operation", element("span", {}, stateWithRecovery(operation), " ", element("span", { class: "mono" }, operation.id))) : []),
         ...(request.expiresAt ? field(request.status === "pending" ? "decide by" : "expires", timestampDate(request.expiresAt).toLocaleString()) : []),
         ...field("requested", request.createdAt ? timestampDate(request.createdAt).toLocaleString() : ""),
       ),
