@@ -6,8 +6,9 @@ import { directStatements, type OperationRow, type StoreClient } from "./store.j
 
 /**
  * Records an execution's proven (or unknown) outcome with its event and audit record, all or nothing, and returns the
- * operation as written; a recovered one says how in its audit record (`recovered_by`). Only the replica holding the operation may: `undefined` when it is no longer executing under
- * `replica` (another replica reconciled it after this one's lease lapsed), and nothing is written. On PostgreSQL this
+ * operation as written; a recovered one says how (`recoveredBy`, and `recovered_by` in the audit record). Only the
+ * replica holding the operation may: `undefined` when it is no longer executing under `replica` (another replica
+ * reconciled it after this one's lease lapsed), and nothing is written. On PostgreSQL this
  * is one statement: ending an operation changes the load counts, whose rows stay locked only for the statement and its
  * commit. On SQLite, one batch: one message to the database thread, so a worker's writes never block the event loop
  * for a step of theirs.

@@ -58,7 +58,11 @@ export class ExecutionWorker {
 
   constructor(private readonly options: WorkerOptions) {
     this.leaseMs = options.leaseMs ?? defaultLeaseMs;
-    this.lease = new ReplicaLease({ ...options, id: this.id, leaseMs: this.leaseMs, replay: (operation) => this.begin(operation, "replay") });
+    // A replica stopping leaves what it took over to the next one (its lease ends with it) rather than half-sending it.
+    const replay = (operation: OperationRow): void => {
+      if (!this.stopping.signal.aborted) this.begin(operation, "replay");
+    };
+    this.lease = new ReplicaLease({ ...options, id: this.id, leaseMs: this.leaseMs, replay });
   }
 
   /**

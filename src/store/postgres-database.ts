@@ -34,7 +34,8 @@ export function postgresTarget(databaseUrl: string, description: string): Databa
     migrate: async (apply) => {
       // The engine's own advisory lock gives up after 10 s; this one waits, so a replica starting beside another one
       // that is applying a long migration waits for it instead of failing.
-      const client = new pg.Client({ connectionString: databaseUrl });
+      // Bounded like the pools' connections: a database that accepts and never answers is waited for, not hung on.
+      const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: postgresConnectTimeoutMs });
       await client.connect();
       try {
         await client.query("SELECT pg_advisory_lock($1)", [migrationLockKey]);
