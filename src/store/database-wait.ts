@@ -41,16 +41,12 @@ export function waitForDatabase(databaseUrl: string, logger: Logger): DatabaseWa
     const startedAt = Date.now();
     let nextWarningAt = startedAt;
     let warningMs = firstWarningMs;
+    let waited = false;
     for (;;) {
+      let open: Database | undefined;
       try {
-        const open = await openDatabase(databaseUrl, { logger });
-        if (stopping.signal.aborted) {
-          await open.close();
-          throw new Error("stopped before the database opened");
-        }
-        if (Date.now() > startedAt + retryMs) logger.info({ database, waited_ms: Date.now() - startedAt }, "the database is reachable: serving");
-        settleFirstTry(true);
-        return open;
+        // Once it has waited, readiness comes first: the pools fill while it serves.
+        open = await openDatabase(databaseUrl, { logger, warmUpFirst: !waited });
       } catch (error) {
         if (!isReachableLater(error)) throw new DatabaseConfigurationError(`cannot open the database ${database}: ${describe(error)}`, { cause: error });
         if (Date.now() >= nextWarningAt) {
@@ -62,6 +58,16 @@ export function waitForDatabase(databaseUrl: string, logger: Logger): DatabaseWa
           warningMs = Math.min(warningMs * 2, maxWarningMs);
         }
       }
+      if (open !== undefined) {
+        if (stopping.signal.aborted) {
+          await open.close();
+          throw new Error("stopped before the database opened");
+        }
+        if (waited) logger.info({ database, waited_ms: Date.now() - startedAt }, "the database is reachable: serving");
+        settleFirstTry(true);
+        return open;
+      }
+      waited = true;
       settleFirstTry(false);
       await delay(retryMs, undefined, { signal: stopping.signal });
     }

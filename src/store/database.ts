@@ -43,6 +43,8 @@ export interface Database {
 
 export interface OpenDatabaseOptions {
   logger?: Pick<Logger, "info"> & Partial<Pick<Logger, "error">>;
+  /** Opens the pools' connections before resolving (the default), or while the caller already serves. */
+  warmUpFirst?: boolean;
 }
 
 /** `DATABASE_URL`'s default: the SQLite file under the data directory. */
@@ -73,7 +75,8 @@ export async function openDatabase(databaseUrl: string, options: OpenDatabaseOpt
   await prisma.$connect();
   const background = target.backgroundClient?.() ?? prisma;
   await background.$connect();
-  await target.warmUp?.();
+  const warming = target.warmUp?.();
+  if (options.warmUpFirst ?? true) await warming;
   return {
     prisma,
     background,
