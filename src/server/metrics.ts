@@ -83,7 +83,9 @@ export class Metrics {
       );
       streams.push(`axon_streams_in_flight{${route.labels}} ${route.streams}`);
     }
-    this.processMetrics ??= import("prom-client").then(({ Registry, collectDefaultMetrics }) => {
+    // prom-client is CommonJS: inside the build's bundle its chunk exports only `default` (module.exports), which Node's
+    // own loader also offers, so that is the one name both read.
+    this.processMetrics ??= import("prom-client").then(({ default: { Registry, collectDefaultMetrics } }) => {
       const registry = new Registry();
       collectDefaultMetrics({ register: registry, prefix: "axon_" });
       return registry;
