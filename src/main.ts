@@ -1,9 +1,11 @@
 import { startAxon } from "./axon.js";
 import { loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
+import { startTracing } from "./telemetry/start.js";
 
 const config = loadConfig();
 const logger = createLogger(config.logLevel);
+const stopTracing = await startTracing(process.env);
 const axon = await startAxon(config, logger);
 
 const [httpPort, grpcPort] = axon.server.ports;
@@ -35,7 +37,8 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) {
     if (stopping) return;
     stopping = true;
     logger.info({ signal, grace_seconds: config.shutdownGraceSeconds }, "draining");
-    axon.close().then(
+    // Spans still batched go out once the calls that made them have drained.
+    axon.close().then(stopTracing).then(
       () => exit(0, "stopped"),
       (error: unknown) => exit(1, "shutdown failed", error),
     );

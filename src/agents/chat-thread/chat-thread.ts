@@ -12,6 +12,7 @@ import type { ChatRunner, ChatTurn } from "../chat-runner.js";
 import { Batches } from "./batches.js";
 import type { ChatThreadSettings, Instruction, Report } from "./protocol.js";
 import { fromWireError } from "./wire-error.js";
+import { traceCarrier } from "../../telemetry/thread-context.js";
 
 const threadEntry = threadEntryFile("agents/chat-thread");
 
@@ -142,6 +143,7 @@ class RunningThread {
       slyData: turn.slyData,
       chatContext: turn.chatContext && toBinary(ChatContextSchema, turn.chatContext),
       metadata: turn.metadata,
+      trace: traceCarrier(),
     });
     if (signal.aborted) cancel();
     else signal.addEventListener("abort", cancel, { once: true });

@@ -27,6 +27,8 @@ export type Instruction =
       slyData: JsonObject;
       chatContext: Uint8Array | undefined;
       metadata: Record<string, string>;
+      /** The calling RPC's trace (W3C headers), when tracing is on: the chat's spans join it. */
+      trace: Record<string, string> | undefined;
     }
   | { kind: "cancel"; id: number };
 
