@@ -1,7 +1,10 @@
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { createClient, type Transport } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ConciergeService } from "../../src/gen/neuro_san/api/grpc/concierge_pb.js";
 import { startAxonProcess, type AxonProcess } from "../support/axon-process.js";
 import { OtlpReceiver, type ReceivedSpan } from "../support/otlp-receiver.js";
 import { defaultReply, ScriptedLlm, type Reply } from "../support/scripted-llm/scripted-llm.js";
@@ -221,5 +224,38 @@ describe("content capture", () => {
     const firstCall = receiver.spans.find((span) => span.name === "chat gpt-4o-mini" && String(span.attributes["gen_ai.input.messages"]).includes("What do you see?"));
     expect(firstCall?.attributes["gen_ai.output.messages"]).toContain("SlyWitness");
     expect(Buffer.concat(receiver.rawBodies).toString("latin1")).not.toContain("sly-hunter2");
+  }, chatTimeoutMs);
+});
+
+describe("the trace context a client sends", () => {
+  // Each way a call reaches Axon, with the client span it claims to come from.
+  const routes: Record<string, { protocol: string; parent: string; transport?: (url: string) => Transport }> = {
+    "Connect over HTTP/1.1 (fast path)": { protocol: "connect", parent: "1000000000000001", transport: (url) => createConnectTransport({ baseUrl: url, httpVersion: "1.1" }) },
+    "Connect binary over HTTP/2 (fast path)": {
+      protocol: "connect",
+      parent: "1000000000000002",
+      transport: (url) => createConnectTransport({ baseUrl: url, httpVersion: "2", useBinaryFormat: true }),
+    },
+    "gRPC (fast path)": { protocol: "grpc", parent: "1000000000000003", transport: (url) => createGrpcTransport({ baseUrl: url }) },
+    "gRPC with the JSON codec (connect-node)": { protocol: "grpc", parent: "1000000000000004", transport: (url) => createGrpcTransport({ baseUrl: url, useBinaryFormat: false }) },
+    "gRPC-Web (connect-node)": { protocol: "grpc-web", parent: "1000000000000005", transport: (url) => createGrpcWebTransport({ baseUrl: url, httpVersion: "1.1" }) },
+    "REST": { protocol: "rest", parent: "1000000000000006" },
+  };
+
+  it("is continued by the call's server span on every protocol, its tracestate kept", async () => {
+    const receiver = await startReceiver();
+    const axon = await startAxon(receiver.env());
+    for (const { parent, transport } of Object.values(routes)) {
+      const headers = { traceparent: `00-${clientTraceId}-${parent}-01`, tracestate: "vendor=opaque" };
+      if (transport === undefined) expect((await fetch(`${axon.url}/api/v1/list`, { headers })).status).toBe(200);
+      else await createClient(ConciergeService, transport(axon.url)).list({}, { headers });
+    }
+    const list = "dev.cognizant_ai.neuro_san.api.grpc.concierge.ConciergeService/List";
+    await until(() => receiver.spans.filter((span) => span.name === list).length >= Object.keys(routes).length || undefined, "a span per call");
+    for (const [route, { protocol, parent }] of Object.entries(routes)) {
+      const span = receiver.spans.find((candidate) => candidate.parentSpanId === parent);
+      expect(span, route).toMatchObject({ traceId: clientTraceId, traceState: "vendor=opaque", name: list, kind: 2 });
+      expect(span!.attributes, route).toMatchObject({ "axon.protocol": protocol, "rpc.method": "List", "rpc.grpc.status_code": 0 });
+    }
   }, chatTimeoutMs);
 });

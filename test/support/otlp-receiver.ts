@@ -10,6 +10,8 @@ export interface ReceivedSpan {
   spanId: string;
   /** "" for a root span. */
   parentSpanId: string;
+  /** W3C tracestate, as the span's context carried it. */
+  traceState: string;
   name: string;
   /** OTLP's SpanKind: 1 internal, 2 server, 3 client. */
   kind: number;
@@ -31,6 +33,7 @@ const otlp = protobuf.Root.fromJSON({
       fields: {
         traceId: { type: "bytes", id: 1 },
         spanId: { type: "bytes", id: 2 },
+        traceState: { type: "string", id: 3 },
         parentSpanId: { type: "bytes", id: 4 },
         name: { type: "string", id: 5 },
         kind: { type: "int32", id: 6 },
@@ -66,6 +69,7 @@ interface WireSpans {
 interface WireSpan {
   traceId?: string;
   spanId?: string;
+  traceState?: string;
   parentSpanId?: string;
   name?: string;
   kind?: number;
@@ -159,6 +163,7 @@ export class OtlpReceiver {
             traceId: id(span.traceId),
             spanId: id(span.spanId),
             parentSpanId: id(span.parentSpanId),
+            traceState: span.traceState ?? "",
             name: span.name ?? "",
             kind: span.kind ?? 0,
             attributes: attributesOf(span.attributes),
