@@ -10,6 +10,7 @@ import type { ExecutionOutcome } from "./providers/provider.js";
 import type { ProviderRegistry } from "./providers/registry.js";
 import { ReplicaLease, toExecute } from "./replica-lease.js";
 import { queryRows, type OperationRow, type StoreClient } from "./store.js";
+import { outcomeAttributes, traceOperationStep } from "../telemetry/operation-spans.js";
 
 export interface WorkerOptions {
   /**
@@ -139,7 +140,7 @@ export class ExecutionWorker {
   }
 
   private begin(operation: OperationRow): void {
-    const execution = this.execute(operation).finally(() => this.running.delete(execution));
+    const execution = traceOperationStep(operation, `execute ${operation.operation}`, {}, () => this.execute(operation)).finally(() => this.running.delete(execution));
     this.running.add(execution);
   }
 
@@ -164,7 +165,7 @@ export class ExecutionWorker {
       outcome = { state: "failed", code: "upstream_result_unknown", message: "the outcome of the execution is unknown; it was not retried" };
     }
     await progress;
-    await this.record(operation.id, outcome);
+    await traceOperationStep(operation, "outcome", outcomeAttributes(outcome), () => this.record(operation.id, outcome));
   }
 
   private async showProgress(operationId: string, summary: string): Promise<void> {
