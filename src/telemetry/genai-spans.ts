@@ -1,4 +1,5 @@
 import { SpanKind, SpanStatusCode, type Attributes, type Span } from "@opentelemetry/api";
+import { reportLlmCall } from "./llm-calls.js";
 import { activeTracing } from "./tracing.js";
 
 /*
@@ -28,8 +29,25 @@ interface LlmCallAnswer {
   readonly model: string;
 }
 
-/** One request to one model: `chat <model>`, with the tokens it used and why it stopped. */
-export function traceLlmCall<T extends LlmCallAnswer>(target: LlmCallTarget, messages: unknown, work: () => Promise<T>): Promise<T> {
+/**
+ * One request to one model: `chat <model>`, with the tokens it used and why it stopped; counted for the GenAI metrics
+ * whether traced or not.
+ */
+export async function traceLlmCall<T extends LlmCallAnswer>(target: LlmCallTarget, messages: unknown, work: () => Promise<T>): Promise<T> {
+  const started = performance.now();
+  const record = { provider: providerNames[target.provider] ?? target.provider, model: target.model };
+  try {
+    const answer = await chatSpan(target, messages, work);
+    const usage = { inputTokens: answer.usage.promptTokens, outputTokens: answer.usage.completionTokens };
+    reportLlmCall({ ...record, seconds: (performance.now() - started) / 1000, usage });
+    return answer;
+  } catch (error) {
+    reportLlmCall({ ...record, seconds: (performance.now() - started) / 1000, errorType: errorType(error) });
+    throw error;
+  }
+}
+
+function chatSpan<T extends LlmCallAnswer>(target: LlmCallTarget, messages: unknown, work: () => Promise<T>): Promise<T> {
   const tracing = activeTracing();
   if (tracing === undefined) return work();
   const attributes: Attributes = {

@@ -205,6 +205,15 @@ describe("the trace of a chat", () => {
     expect(access).toMatchObject({ trace_id: clientTraceId, span_id: server.spanId });
   });
 
+  it("counts every model call, made on the chat thread, in the server's GenAI histograms", async () => {
+    const text = await (await fetch(`${twoProcesses.caller.url}/metrics`)).text();
+    const labels = 'gen_ai_operation_name="chat",gen_ai_provider_name="openai",gen_ai_request_model="gpt-4o-mini"';
+    // The front man twice, the helper once.
+    expect(text).toContain(`gen_ai_client_operation_duration_seconds_count{${labels}} 3\n`);
+    expect(text).toContain(`gen_ai_client_token_usage_count{${labels},gen_ai_token_type="input"} 3\n`);
+    expect(text).toMatch(new RegExp(`gen_ai_client_token_usage_sum\\{${labels},gen_ai_token_type="output"\\} [1-9]`));
+  });
+
   it("carries no prompt, completion, tool arguments, result or sly_data when content capture is not asked for", () => {
     const { receiver } = twoProcesses;
     const exported = Buffer.concat(receiver.rawBodies).toString("latin1");

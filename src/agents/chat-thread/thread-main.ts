@@ -15,6 +15,7 @@ import { toWireError } from "./wire-error.js";
 import { startTracing } from "../../telemetry/start.js";
 import { flushTraces } from "../../telemetry/tracing.js";
 import { runInCarriedTrace } from "../../telemetry/thread-context.js";
+import { onLlmCall } from "../../telemetry/llm-calls.js";
 
 /*
  * The chat thread: StreamingChat and agent.chat operations run their turns here, on the same agent runtime the server
@@ -32,6 +33,8 @@ const reports = new Batches<Report>((batch) => port.postMessage(batch));
 const send = (report: Report) => reports.push(report);
 // One log stream: records go to the server's logger, which writes them where it writes its own.
 const logger = createLogger(logLevel, { write: (record: string) => send({ kind: "log", record }) });
+// The server's /metrics counts the model calls made here.
+onLlmCall((record) => send({ kind: "llm-call", record }));
 
 // The thread exports its own spans (the SDK is per thread), under the trace each chat's start carries.
 await startTracing(process.env);
