@@ -156,7 +156,9 @@ export class Call {
     const ms = performance.now() - this.started;
     this.route.metrics.finished(mapped?.code ?? okCode, ms / 1000);
     if (this.streaming) this.route.metrics.streamClosed();
-    this.run(() => this.log(error, mapped, ms));
+    // The access line is written inside the span, so it carries the trace's ids.
+    if (this.span === undefined) this.log(error, mapped, ms);
+    else this.span.run(() => this.log(error, mapped, ms));
     this.span?.end(mapped?.code ?? okCode, mapped === undefined ? this.values.get(httpStatusKey) : httpStatusOf(mapped.code));
     return mapped;
   }
