@@ -1,6 +1,6 @@
-import { SpanKind, SpanStatusCode, type Attributes, type Span } from "@opentelemetry/api";
+import { SpanKind, type Attributes } from "@opentelemetry/api";
 import { reportLlmCall } from "./llm-calls.js";
-import { activeTracing } from "./tracing.js";
+import { activeTracing, errorType, traced } from "./tracing.js";
 
 /*
  * The spans of the OpenTelemetry GenAI semantic conventions: `invoke_agent <agent>`, `chat <model>`,
@@ -76,31 +76,4 @@ export function traceTool(toolName: string, kind: string, args: unknown, work: (
   return traced(`execute_tool ${toolName}`, SpanKind.INTERNAL, attributes, work, (span, result) => {
     if (tracing.settings.captureContent) span.setAttribute("gen_ai.tool.call.result", result);
   });
-}
-
-/** Runs `work` as the active span named so; its failure marks the span with the error's type and is rethrown. */
-export function traced<T>(name: string, kind: SpanKind, attributes: Attributes, work: () => Promise<T>, describe?: (span: Span, result: T) => void): Promise<T> {
-  const tracing = activeTracing();
-  if (tracing === undefined) return work();
-  return tracing.tracer.startActiveSpan(name, { kind, attributes }, async (span) => {
-    try {
-      const result = await work();
-      describe?.(span, result);
-      return result;
-    } catch (error) {
-      span.setAttribute("error.type", errorType(error));
-      span.setStatus({ code: SpanStatusCode.ERROR });
-      throw error;
-    } finally {
-      span.end();
-    }
-  });
-}
-
-/** An error's kind, never its message: an AxonError's reason, a provider's status, else the class name. */
-function errorType(error: unknown): string {
-  const { reason, status, name } = (error ?? {}) as { reason?: unknown; status?: unknown; name?: unknown };
-  if (typeof reason === "string") return reason;
-  if (typeof status === "string" || typeof status === "number") return String(status);
-  return typeof name === "string" ? name : "_OTHER";
 }

@@ -1,6 +1,6 @@
-import { context, propagation, ROOT_CONTEXT, SpanKind, trace, type Attributes, type Context } from "@opentelemetry/api";
-import { traced } from "./genai-spans.js";
-import { activeTracing } from "./tracing.js";
+import { context, SpanKind, trace, type Attributes, type Context } from "@opentelemetry/api";
+import { carriedContext, traceCarrier } from "./thread-context.js";
+import { activeTracing, traced } from "./tracing.js";
 
 /*
  * An operation's life spans calls and replicas: submitted in one call, decided by an operator in another, executed by
@@ -10,16 +10,14 @@ import { activeTracing } from "./tracing.js";
 
 /** What to store with a new operation: the active trace as W3C headers in JSON text, or null when untraced. */
 export function traceContextToStore(): string | null {
-  if (activeTracing() === undefined) return null;
-  const carrier: Record<string, string> = {};
-  propagation.inject(context.active(), carrier);
-  return carrier.traceparent === undefined ? null : JSON.stringify(carrier);
+  const carrier = traceCarrier();
+  return carrier?.traceparent === undefined ? null : JSON.stringify(carrier);
 }
 
 function storedContext(stored: string | null | undefined): Context | undefined {
   if (!stored) return undefined;
   try {
-    return propagation.extract(ROOT_CONTEXT, JSON.parse(stored) as Record<string, string>);
+    return carriedContext(JSON.parse(stored) as Record<string, string>);
   } catch {
     return undefined; // not ours to fail an operation over
   }
