@@ -8,6 +8,8 @@ import type { AxonReady } from "./serve-axon.js";
 import { printStartUp } from "./start.js";
 import type { BaselinesReady, CannedResponses } from "./serve-baselines.js";
 import { startServerProcess, type ServerProcess } from "./server-process.js";
+import { startOtlpStandIn } from "./otlp-stand-in.js";
+import { startTracing } from "../src/telemetry/start.js";
 import { ConciergeService } from "../src/gen/neuro_san/api/grpc/concierge_pb.js";
 import { createLogger } from "../src/logger.js";
 import { Metrics } from "../src/server/metrics.js";
@@ -57,6 +59,9 @@ const connectList: HttpRequestSpec = {
 };
 // The memory sampler is a cost per second, not per request: it would skew CPU per request towards the slower server.
 const serverEnv = { BENCH_MEMORY_SAMPLER: "off" };
+// Tracing on: every call sampled, its spans exported over OTLP/HTTP (protobuf) to a local collector stand-in.
+const collector = await startOtlpStandIn();
+const tracingEnv = { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_TRACES_SAMPLER: "always_on" };
 
 /** One server answering one surface, measured against the others in the same rounds. */
 interface Target {
@@ -84,6 +89,12 @@ try {
   const axonGrpc = new RawGrpcClient(`127.0.0.1:${axon.ready.port}`);
   const axonHttp = new KeepAliveHttpClient({ host: "127.0.0.1", port: axon.ready.port }, settings.concurrency);
   closers.push(() => axonGrpc.close(), () => axonHttp.close());
+  const traced = await startServerProcess<AxonReady>(new URL("./serve-axon.ts", import.meta.url), { env: { ...serverEnv, ...tracingEnv } });
+  processes.push(traced);
+  const tracedGrpc = new RawGrpcClient(`127.0.0.1:${traced.ready.port}`);
+  const tracedHttp = new KeepAliveHttpClient({ host: "127.0.0.1", port: traced.ready.port }, settings.concurrency);
+  closers.push(() => tracedGrpc.close(), () => tracedHttp.close());
+  const tracedName = "Axon, tracing on (100 % sampled, OTLP to a stand-in)";
 
   // The baselines answer exactly what Axon answered, captured once here.
   const grpcMessage = await axonGrpc.unary(listMethod, emptyRequest);
@@ -113,6 +124,7 @@ try {
       name: "gRPC `ConciergeService/List`",
       targets: [
         { name: "Axon", process: axon, call: axonGrpc.caller(listMethod, emptyRequest) },
+        { name: tracedName, process: traced, call: tracedGrpc.caller(listMethod, emptyRequest) },
         { name: "grpc-js + proto-loader", process: baselines, call: protoLoaderGrpc.caller(listMethod, emptyRequest) },
         { name: "bare grpc-js, same bytes", process: baselines, call: bareGrpc.caller(listMethod, emptyRequest) },
       ],
@@ -121,6 +133,7 @@ try {
       name: "REST `GET /api/v1/list`",
       targets: [
         { name: "Axon", process: axon, call: axonHttp.caller(restList) },
+        { name: tracedName, process: traced, call: tracedHttp.caller(restList) },
         { name: "bare node:http, same bytes", process: baselines, call: bareHttp.caller(restList) },
       ],
     },
@@ -128,6 +141,7 @@ try {
       name: "Connect JSON `POST …/List`",
       targets: [
         { name: "Axon", process: axon, call: axonHttp.caller(connectList) },
+        { name: tracedName, process: traced, call: tracedHttp.caller(connectList) },
         { name: "bare node:http, same bytes", process: baselines, call: bareHttp.caller(connectList) },
       ],
     },
@@ -155,13 +169,16 @@ try {
   printTables(results);
   console.log("");
   console.log(`Load average at end of the List runs (1 min): ${os.loadavg()[0]!.toFixed(2)}`);
+  console.log(`Trace batches the collector stand-in received: ${collector.batches()}`);
 } finally {
   for (const close of closers) close();
   await Promise.all(processes.map((child) => child.stop()));
 }
 
+
 console.log("");
 await printObservationCost();
+collector.close();
 console.log("");
 await printStartUp({ starts: settings.starts, checkouts: [projectRoot] });
 
@@ -236,15 +253,18 @@ function row(surface: string, server: string, figures: ReturnType<typeof combine
  * What the call pipeline costs a call, in this process (from the sources, which tsx compiles as esbuild builds dist/):
  * `begin` (request id, forwarded metadata, authentication) and `finish` (status, metrics, the access line) for a List
  * call, the access line written as `npm start` writes it (pino's asynchronous writer, here on /dev/null), at info and
- * with access lines off (warn).
+ * with access lines off (warn); then at info with tracing on, every call a span exported to the collector stand-in.
  */
 async function printObservationCost(): Promise<void> {
   const calls = 200_000;
   console.log("Observation per call (the pipeline's begin + finish, List over gRPC, no request id sent):");
   console.log("");
-  console.log("| LOG_LEVEL | CPU µs per call |");
-  console.log("| --- | ---: |");
-  for (const level of ["warn", "info"]) {
+  console.log("| LOG_LEVEL | tracing | CPU µs per call |");
+  console.log("| --- | --- | ---: |");
+  for (const { level, traced } of [{ level: "warn", traced: false }, { level: "info", traced: false }, { level: "info", traced: true }]) {
+    // The logger reads the environment to decide on its trace fields, as the server's does at start.
+    if (traced) Object.assign(process.env, tracingEnv);
+    const stopTracing = await startTracing(traced ? process.env : {});
     const pipeline = new CallPipeline({
       logger: createLogger(level, pino.destination({ dest: "/dev/null", sync: false })),
       metrics: new Metrics(),
@@ -261,7 +281,8 @@ async function printObservationCost(): Promise<void> {
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
     const used = process.cpuUsage(before);
-    console.log(`| ${level} | ${((used.user + used.system) / calls).toFixed(1)} |`);
+    await stopTracing();
+    console.log(`| ${level} | ${traced ? "on, 100 % sampled" : "off"} | ${((used.user + used.system) / calls).toFixed(1)} |`);
   }
 }
 

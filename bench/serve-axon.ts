@@ -16,6 +16,9 @@ const built = (module: string) => import(pathToFileURL(path.join(projectRoot, "d
 const { startAxon } = (await built("axon.js")) as typeof import("../src/axon.js");
 const { loadConfig } = (await built("config.js")) as typeof import("../src/config.js");
 const { createLogger } = (await built("logger.js")) as typeof import("../src/logger.js");
+const { startTracing } = (await built("telemetry/start.js")) as typeof import("../src/telemetry/start.js");
+// As main.ts does: traces leave only when the OTEL_* variables of this process name an endpoint.
+const stopTracing = await startTracing(process.env);
 const dataDir = mkdtempSync(path.join(os.tmpdir(), "axon-bench-"));
 const env: Record<string, string> = {
   AXON_DATA_DIR: dataDir,
@@ -46,6 +49,7 @@ serveParent(
   { port: axon.server.ports[0]! } satisfies AxonReady,
   async () => {
     await axon.close();
+    await stopTracing();
     rmSync(dataDir, { recursive: true, force: true });
   },
   delay &&

@@ -12,7 +12,7 @@ const buildDir = path.join(projectRoot, "dist");
 const webDir = path.join(buildDir, "web");
 
 /** What bench/serve-axon.ts imports from the build, to run Axon as `npm start` does with a logger of its own. */
-const benchEntries = ["axon.ts", "config.ts", "logger.ts"];
+const benchEntries = ["axon.ts", "config.ts", "logger.ts", "telemetry/start.ts"];
 
 /**
  * What Node starts: the server, the CLI, the MCP server on stdio, and each worker thread's code (every

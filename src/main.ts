@@ -2,9 +2,11 @@ import { startAxon, type Axon } from "./axon.js";
 import { loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
 import { providerOf } from "./store/database.js";
+import { startTracing } from "./telemetry/start.js";
 
 const config = loadConfig();
 const logger = createLogger(config.logLevel);
+const stopTracing = await startTracing(process.env);
 let stopping = false;
 // A configuration waiting cannot fix (a broken file, a malformed DATABASE_URL, refused credentials): one line, then out.
 const axon = await startAxon(config, logger, { onUnopenable: (error) => void stopFor(error) }).catch((error: unknown) => {
@@ -43,7 +45,8 @@ function announce(axon: Axon): void {
       if (stopping) return;
       stopping = true;
       logger.info({ signal, grace_seconds: config.shutdownGraceSeconds }, "draining");
-      axon.close().then(
+      // Spans still batched go out once the calls that made them have drained.
+      axon.close().then(stopTracing).then(
         () => exit(0, "stopped"),
         (error: unknown) => exit(1, "shutdown failed", error),
       );

@@ -7,6 +7,7 @@ import { offeredMcpTools } from "./mcp-client/mcp-tools.js";
 import { toolErrorText } from "./tool-errors.js";
 import type { AgentSpec } from "./network.js";
 import { libraryToolOf } from "./toolbox/library-tools.js";
+import { traceAgent, traceTool } from "../telemetry/genai-spans.js";
 
 /** A tool as one LLM conversation offers it: the name the LLM calls it by, the name its origin carries, what runs it. */
 export interface OfferedTool extends LlmTool {
@@ -27,7 +28,11 @@ export class LlmAgent {
   ) {}
 
   /** Runs the conversation and returns the node's answer; `history` is what came before `input`. */
-  async converse(origin: Origin[], history: LlmMessage[], input: string): Promise<string> {
+  converse(origin: Origin[], history: LlmMessage[], input: string): Promise<string> {
+    return traceAgent(this.spec.name, () => this.conversation(origin, history, input));
+  }
+
+  private async conversation(origin: Origin[], history: LlmMessage[], input: string): Promise<string> {
     const { session, spec } = this;
     const llm = session.services.llmFor(session.network, spec);
     const tools = await this.offeredTools();
@@ -101,7 +106,7 @@ export class LlmAgent {
     const origin = session.originOf(caller.origin, toolName);
     let text: string;
     try {
-      text = await tool.activation.invoke(call.arguments, { caller, origin });
+      text = await traceTool(toolName, session.network.nodes.get(toolName)?.kind ?? "mcp", call.arguments, () => tool.activation.invoke(call.arguments, { caller, origin }));
     } catch (error) {
       // Cancellation ends the whole chat; any other failure of a tool is something the LLM can work with.
       session.signal.throwIfAborted();

@@ -16,6 +16,7 @@ import type { AgentNetwork, AgentSpec } from "./network.js";
 import type { AgentRegistry } from "./registry.js";
 import { filterSlyData } from "./sly-data.js";
 import { extractStructure } from "./structure.js";
+import { traceAgent } from "../telemetry/genai-spans.js";
 
 export interface AgentRuntimeOptions {
   registry: AgentRegistry;
@@ -77,7 +78,7 @@ export class AgentRuntime implements ChatRunner {
         : undefined;
 
     this.chatsInFlight++;
-    this.runTurn(session, turn)
+    traceAgent(network.name, () => this.runTurn(session, turn))
       .then(
         () => queue.end(),
         (error: unknown) =>

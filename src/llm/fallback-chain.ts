@@ -3,6 +3,7 @@ import type { Logger } from "../logger.js";
 import type { ProviderClass } from "./config.js";
 import type { LlmClient, LlmRequest, LlmResponse } from "./llm.js";
 import { ProviderFailure } from "./provider-failure.js";
+import { traceLlmCall } from "../telemetry/genai-spans.js";
 
 /** One model of the chain; each has already retried its transient failures. */
 export interface ModelClient extends LlmClient {
@@ -31,7 +32,7 @@ export class FallbackChain implements LlmClient {
     for (const model of this.models) {
       request.signal.throwIfAborted();
       try {
-        return await model.complete(request);
+        return await traceLlmCall(model, request.messages, () => model.complete(request));
       } catch (error) {
         request.signal.throwIfAborted();
         failure = error instanceof ProviderFailure ? error : new ProviderFailure("bad_response");

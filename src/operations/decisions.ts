@@ -9,6 +9,7 @@ import { afterCursor, newestFirst, pageLimit, pageOf } from "./pages.js";
 import { narrowGrant, type GrantTermsInput } from "./policy.js";
 import type { GrantRow, OperationRow, StoreClient, StoreTransaction } from "./store.js";
 import { idempotencyKeyPattern } from "./submission.js";
+import { traceOperatorDecision } from "../telemetry/operation-spans.js";
 
 export interface DecisionOptions {
   store: StoreClient;
@@ -151,7 +152,11 @@ export class Decisions {
    * decision with the key is IDEMPOTENCY_CONFLICT. The key is written in the decision's own transaction, so a decision
    * refused (stale, not pending) leaves it free, and of concurrent twins all but the first replay it.
    */
-  private async keyed(operator: string, id: string, action: string, decision: DecisionInput & GrantTermsInput, run: (remember: RememberKey) => Promise<Decided>): Promise<Decided> {
+  private keyed(operator: string, id: string, action: string, decision: DecisionInput & GrantTermsInput, run: (remember: RememberKey) => Promise<Decided>): Promise<Decided> {
+    return traceOperatorDecision(action, () => this.keyedDecision(operator, id, action, decision, run));
+  }
+
+  private async keyedDecision(operator: string, id: string, action: string, decision: DecisionInput & GrantTermsInput, run: (remember: RememberKey) => Promise<Decided>): Promise<Decided> {
     const { idempotencyKey: key, ...terms } = decision;
     if (key === undefined || key === "") return run(async () => undefined);
     if (!idempotencyKeyPattern.test(key)) {

@@ -277,6 +277,7 @@ const operationColumns = columnsOf<PlannedSubmission["operation"]>({
   createdAt: "time",
   updatedAt: "time",
   terminalAt: "time",
+  traceContext: "value",
 });
 
 const grantColumns = columnsOf<NonNullable<PlannedSubmission["approval"]>>({

@@ -11,6 +11,7 @@ import type { Provider } from "./providers/provider.js";
 import type { ProviderRegistry } from "./providers/registry.js";
 import type { GrantRow, OperationRow, StoreClient } from "./store.js";
 import { findByIdempotencyKey, writeSubmission, type PlannedSubmission } from "./submission-store.js";
+import { submissionAttributes, traceContextToStore, traceSubmissionStep } from "../telemetry/operation-spans.js";
 
 export interface SubmitInput {
   idempotencyKey: string;
@@ -66,6 +67,7 @@ export function approvedOperation(
     createdAt: now,
     updatedAt: now,
     terminalAt: null,
+    traceContext: traceContextToStore(),
   };
 }
 
@@ -90,7 +92,11 @@ export class Submissions {
   constructor(private readonly options: RequestOptions) {}
 
   /** Submits, or replays the operation submitted with the same key. `created` is false for a replay. */
-  async submit(clientId: string, input: SubmitInput): Promise<{ operation: OperationRow; created: boolean }> {
+  submit(clientId: string, input: SubmitInput): Promise<{ operation: OperationRow; created: boolean }> {
+    return traceSubmissionStep(`submit ${input.operation}`, { "axon.operation.name": input.operation }, () => this.submitted(clientId, input), submissionAttributes);
+  }
+
+  private async submitted(clientId: string, input: SubmitInput): Promise<{ operation: OperationRow; created: boolean }> {
     const { provider, reason } = this.validate(input);
     const request = { ...input, reason };
     const hash = requestHash({ operation: request.operation, target: request.target, arguments: request.arguments, reason });
@@ -142,7 +148,7 @@ export class Submissions {
 
   /** The rows this submission would write, as the policy decides them now. */
   private async plan(clientId: string, request: SubmitInput, hash: string, provider: Provider, now: Date): Promise<PlannedSubmission> {
-    const decision = await this.decide(clientId, request, now);
+    const decision = await traceSubmissionStep("policy decision", {}, () => this.decide(clientId, request, now), (decided) => ({ "axon.policy.effect": decided.effect }));
     const limits = limitsFor(this.options.admission, clientId);
     const presentation = provider.present(request.target, request.arguments);
     const operation = approvedOperation({

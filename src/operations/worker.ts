@@ -10,6 +10,7 @@ import type { ExecutionOutcome } from "./providers/provider.js";
 import type { ProviderRegistry } from "./providers/registry.js";
 import { ReplicaLease, toExecute } from "./replica-lease.js";
 import { queryRows, type OperationRow, type StoreClient } from "./store.js";
+import { outcomeAttributes, traceOperationStep } from "../telemetry/operation-spans.js";
 
 export interface WorkerOptions {
   /**
@@ -146,7 +147,9 @@ export class ExecutionWorker {
 
   /** Runs an execution: a claimed operation, or (`replay`) one a lapsed replica left, sent again with the same key. */
   private begin(operation: OperationRow, recovery?: Recovery): void {
-    const execution = this.execute(operation, recovery).finally(() => this.running.delete(execution));
+    const execution = traceOperationStep(operation, `execute ${operation.operation}`, {}, () => this.execute(operation, recovery)).finally(() =>
+      this.running.delete(execution),
+    );
     this.running.add(execution);
   }
 
@@ -171,7 +174,7 @@ export class ExecutionWorker {
       outcome = { state: "failed", code: "upstream_result_unknown", message: "the outcome of the execution is unknown; it was not retried" };
     }
     await progress;
-    await this.record(operation.id, outcome, recovery);
+    await traceOperationStep(operation, "outcome", outcomeAttributes(outcome), () => this.record(operation.id, outcome, recovery));
   }
 
   private async showProgress(operationId: string, summary: string): Promise<void> {

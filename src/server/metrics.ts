@@ -1,5 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import type { Registry } from "prom-client";
+import type { LlmCallRecord } from "../telemetry/llm-calls.js";
 import type { Protocol } from "./context.js";
 
 /** The metrics of one route on one protocol, bound to their label values once: a call only adds to numbers. */
@@ -41,6 +42,46 @@ class RouteCounters implements RouteMetrics {
   }
 }
 
+// The GenAI semantic conventions' advised bucket boundaries.
+const tokenBuckets = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];
+const durationBuckets = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
+
+/** A histogram by label set, in plain numbers until scraped. */
+class Histogram {
+  private readonly series = new Map<string, { buckets: number[]; count: number; sum: number }>();
+
+  constructor(
+    private readonly name: string,
+    private readonly help: string,
+    private readonly bounds: number[],
+  ) {}
+
+  observe(labels: string, value: number): void {
+    let series = this.series.get(labels);
+    if (series === undefined) {
+      series = { buckets: new Array<number>(this.bounds.length).fill(0), count: 0, sum: 0 };
+      this.series.set(labels, series);
+    }
+    series.count++;
+    series.sum += value;
+    const bucket = this.bounds.findIndex((bound) => value <= bound);
+    if (bucket >= 0) series.buckets[bucket]!++;
+  }
+
+  render(): string[] {
+    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`];
+    for (const [labels, series] of this.series) {
+      let cumulative = 0;
+      this.bounds.forEach((bound, index) => {
+        cumulative += series.buckets[index]!;
+        lines.push(`${this.name}_bucket{${labels},le="${bound}"} ${cumulative}`);
+      });
+      lines.push(`${this.name}_bucket{${labels},le="+Inf"} ${series.count}`, `${this.name}_sum{${labels}} ${series.sum}`, `${this.name}_count{${labels}} ${series.count}`);
+    }
+    return lines;
+  }
+}
+
 /**
  * The Prometheus metrics of one server instance: requests by route, protocol and code, their latency, and the streams
  * in flight, counted in plain numbers on every call and rendered as text when scraped; then Node's process metrics
@@ -50,6 +91,18 @@ export class Metrics {
   readonly contentType = "text/plain; version=0.0.4; charset=utf-8";
   private readonly routes = new Map<string, RouteCounters>();
   private processMetrics: Promise<Registry> | undefined;
+  // gen_ai.client.token.usage and gen_ai.client.operation.duration, named as Prometheus exports OpenTelemetry metrics.
+  private readonly tokenUsage = new Histogram("gen_ai_client_token_usage", "Tokens used per model call, by provider, model and token type.", tokenBuckets);
+  private readonly llmDuration = new Histogram("gen_ai_client_operation_duration_seconds", "Time of each model call, by provider and model.", durationBuckets);
+
+  /** Counts one model call (in whichever thread it ran). */
+  llmCall(record: LlmCallRecord): void {
+    const labels = `gen_ai_operation_name="chat",gen_ai_provider_name="${escapeLabel(record.provider)}",gen_ai_request_model="${escapeLabel(record.model)}"`;
+    this.llmDuration.observe(record.errorType === undefined ? labels : `${labels},error_type="${escapeLabel(record.errorType)}"`, record.seconds);
+    if (record.usage === undefined) return;
+    this.tokenUsage.observe(`${labels},gen_ai_token_type="input"`, record.usage.inputTokens);
+    this.tokenUsage.observe(`${labels},gen_ai_token_type="output"`, record.usage.outputTokens);
+  }
 
   forRoute(route: string, protocol: Protocol): RouteMetrics {
     const labels = `route="${escapeLabel(route)}",protocol="${protocol}"`;
@@ -83,13 +136,15 @@ export class Metrics {
       );
       streams.push(`axon_streams_in_flight{${route.labels}} ${route.streams}`);
     }
-    this.processMetrics ??= import("prom-client").then(({ Registry, collectDefaultMetrics }) => {
+    // prom-client is CommonJS: inside the build's bundle its chunk exports only `default` (module.exports), which Node's
+    // own loader also offers, so that is the one name both read.
+    this.processMetrics ??= import("prom-client").then(({ default: { Registry, collectDefaultMetrics } }) => {
       const registry = new Registry();
       collectDefaultMetrics({ register: registry, prefix: "axon_" });
       return registry;
     });
     const process = await (await this.processMetrics).metrics();
-    return `${[...requests, ...latency, ...streams].join("\n")}\n\n${process}`;
+    return `${[...requests, ...latency, ...streams, ...this.tokenUsage.render(), ...this.llmDuration.render()].join("\n")}\n\n${process}`;
   }
 }
 

@@ -16,6 +16,7 @@ import { leavesUnreadBody } from "./http-request.js";
 import { grpcUnaryRoute } from "./grpc/unary-call.js";
 import { IntakeBudget } from "./intake-budget.js";
 import { listen, type HttpRequest, type HttpResponse, type Listener } from "./listener.js";
+import { onLlmCall } from "../telemetry/llm-calls.js";
 import { Metrics } from "./metrics.js";
 import { serveOperatorEvents } from "./operator-events.js";
 import { CallPipeline } from "./pipeline/call-pipeline.js";
@@ -55,6 +56,7 @@ const mcpPath = "/mcp";
 export async function startServer(options: AxonServerOptions): Promise<AxonServer> {
   const { config, logger, health } = options;
   const metrics = new Metrics();
+  const stopCountingLlmCalls = onLlmCall((record) => metrics.llmCall(record));
   const shutdown = new AbortController();
   // Every call that watches shutdown adds a listener to this signal: far more than the default 10.
   setMaxListeners(0, shutdown.signal);
@@ -192,6 +194,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
     metrics,
     async close() {
       health.markDraining();
+      stopCountingLlmCalls();
       const graceMs = config.shutdownGraceSeconds * 1000;
       const cancelStreams = () => shutdown.abort(new ConnectError("server shutting down", Code.Unavailable));
       await Promise.all(listeners.map((listener) => listener.close(graceMs, cancelStreams)));

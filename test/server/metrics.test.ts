@@ -43,4 +43,20 @@ describe("metrics in the Prometheus text format", () => {
     expect(text).toMatch(/^axon_process_cpu_user_seconds_total \d/m);
     expect(text).toMatch(/^axon_nodejs_heap_size_used_bytes \d/m);
   });
+
+  it("counts model calls in the GenAI token and duration histograms, by provider and model, failures by their type", async () => {
+    const metrics = new Metrics();
+    metrics.llmCall({ provider: "openai", model: "gpt-4o", seconds: 0.5, usage: { inputTokens: 100, outputTokens: 3 } });
+    metrics.llmCall({ provider: "openai", model: "gpt-4o", seconds: 0.03, errorType: "429" });
+    const text = await metrics.scrape();
+    const labels = 'gen_ai_operation_name="chat",gen_ai_provider_name="openai",gen_ai_request_model="gpt-4o"';
+    expect(text).toContain("# TYPE gen_ai_client_token_usage histogram\n");
+    expect(text).toContain(`gen_ai_client_token_usage_bucket{${labels},gen_ai_token_type="input",le="64"} 0\n`);
+    expect(text).toContain(`gen_ai_client_token_usage_bucket{${labels},gen_ai_token_type="input",le="256"} 1\n`);
+    expect(text).toContain(`gen_ai_client_token_usage_sum{${labels},gen_ai_token_type="output"} 3\n`);
+    expect(text).toContain(`gen_ai_client_operation_duration_seconds_count{${labels}} 1\n`);
+    expect(text).toContain(`gen_ai_client_operation_duration_seconds_bucket{${labels},error_type="429",le="0.04"} 1\n`);
+    // A failed call used no tokens that anyone reported.
+    expect(text).not.toContain('error_type="429",gen_ai_token_type');
+  });
 });

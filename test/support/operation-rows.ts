@@ -22,6 +22,7 @@ export function operationRow<Fields extends Partial<OperationRow>>(id: string, f
     createdAt: now,
     updatedAt: now,
     terminalAt: null as Date | null,
+    traceContext: null as string | null,
   };
   return { ...row, ...(fields as Fields) } satisfies Omit<OperationRow, "result" | "claimedBy" | "claimedAt" | "recoveredBy">;
 }

@@ -21,11 +21,11 @@ export const roomyAdmission = { requests_per_window: 10_000, client_active: 1000
  * answered once `release()` is called.
  */
 export function startUpstream() {
-  const received: { url: string; authorization: string | undefined }[] = [];
+  const received: { url: string; authorization: string | undefined; traceparent: string | undefined }[] = [];
   let released = false;
   const held: (() => void)[] = [];
   const server = http.createServer((req, res) => {
-    received.push({ url: req.url ?? "", authorization: req.headers.authorization });
+    received.push({ url: req.url ?? "", authorization: req.headers.authorization, traceparent: req.headers.traceparent as string | undefined });
     if (req.url?.startsWith("/hang")) return;
     if (req.url?.includes("/hold") && !released) {
       held.push(() => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true, path: req.url })));

@@ -12,6 +12,8 @@ import type { ChatRunner, ChatTurn } from "../chat-runner.js";
 import { Batches } from "./batches.js";
 import type { ChatThreadSettings, Instruction, Report } from "./protocol.js";
 import { fromWireError } from "./wire-error.js";
+import { traceCarrier } from "../../telemetry/thread-context.js";
+import { reportLlmCall } from "../../telemetry/llm-calls.js";
 
 const threadEntry = threadEntryFile("agents/chat-thread");
 
@@ -103,6 +105,7 @@ class RunningThread {
     worker.on("message", (reports: Report[]) => {
       for (const report of reports) {
         if (report.kind === "log") log.write(report.record);
+        else if (report.kind === "llm-call") reportLlmCall(report.record);
         else if (report.kind === "ready") readied.resolve();
         else if (report.kind === "unready") readied.reject(fromWireError(report.error));
         else this.settle(report);
@@ -142,6 +145,7 @@ class RunningThread {
       slyData: turn.slyData,
       chatContext: turn.chatContext && toBinary(ChatContextSchema, turn.chatContext),
       metadata: turn.metadata,
+      trace: traceCarrier(),
     });
     if (signal.aborted) cancel();
     else signal.addEventListener("abort", cancel, { once: true });
@@ -153,7 +157,7 @@ class RunningThread {
     if (!this.ended) await this.worker.terminate();
   }
 
-  private settle(report: Exclude<Report, { kind: "log" | "ready" | "unready" }>): void {
+  private settle(report: Exclude<Report, { kind: "log" | "llm-call" | "ready" | "unready" }>): void {
     const chat = this.chats.get(report.id);
     if (chat === undefined) return;
     switch (report.kind) {

@@ -1,6 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Config } from "../../config.js";
 import type { Code } from "../../errors.js";
+import type { LlmCallRecord } from "../../telemetry/llm-calls.js";
 
 /*
  * The messages between the chat thread's runner (on the serving event loop) and the thread, posted in batches
@@ -27,6 +28,8 @@ export type Instruction =
       slyData: JsonObject;
       chatContext: Uint8Array | undefined;
       metadata: Record<string, string>;
+      /** The calling RPC's trace (W3C headers), when tracing is on: the chat's spans join it. */
+      trace: Record<string, string> | undefined;
     }
   | { kind: "cancel"; id: number };
 
@@ -41,6 +44,8 @@ export type Report =
   | { kind: "message"; id: number; message: Uint8Array }
   | { kind: "ended"; id: number }
   | { kind: "failed"; id: number; error: WireError }
+  /** A model call the thread made, for the server's GenAI metrics. */
+  | { kind: "llm-call"; record: LlmCallRecord }
   /** A log record of the thread, as pino serialized it, for the server's logger. */
   | { kind: "log"; record: string };
 

@@ -12,6 +12,10 @@ import type { ChatRunner } from "../chat-runner.js";
 import { Batches } from "./batches.js";
 import type { ChatThreadSettings, Instruction, Report } from "./protocol.js";
 import { toWireError } from "./wire-error.js";
+import { startTracing } from "../../telemetry/start.js";
+import { flushTraces } from "../../telemetry/tracing.js";
+import { runInCarriedTrace } from "../../telemetry/thread-context.js";
+import { onLlmCall } from "../../telemetry/llm-calls.js";
 
 /*
  * The chat thread: StreamingChat and agent.chat operations run their turns here, on the same agent runtime the server
@@ -29,6 +33,11 @@ const reports = new Batches<Report>((batch) => port.postMessage(batch));
 const send = (report: Report) => reports.push(report);
 // One log stream: records go to the server's logger, which writes them where it writes its own.
 const logger = createLogger(logLevel, { write: (record: string) => send({ kind: "log", record }) });
+// The server's /metrics counts the model calls made here.
+onLlmCall((record) => send({ kind: "llm-call", record }));
+
+// The thread exports its own spans (the SDK is per thread), under the trace each chat's start carries.
+await startTracing(process.env);
 
 const { manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile } = config;
 const chats = new Map<number, AbortController>();
@@ -41,7 +50,7 @@ try {
   runtime = createAgentRuntime(config, registry, process.env, logger);
   port.on("message", (instructions: Instruction[]) => {
     for (const instruction of instructions) {
-      if (instruction.kind === "start") void run(instruction);
+      if (instruction.kind === "start") void runInCarriedTrace(instruction.trace, () => run(instruction));
       else chats.get(instruction.id)?.abort();
     }
   });
@@ -80,6 +89,8 @@ async function run(turn: Extract<Instruction, { kind: "start" }>): Promise<void>
     }
   } finally {
     chats.delete(id);
+    // The thread may be ended at any moment: a finished chat's spans leave now.
+    void flushTraces();
   }
 }
 

@@ -4,9 +4,10 @@ import { Code, createContextValues, type ConnectError, type ContextValues } from
 import type { Logger } from "../../logger.js";
 import type { ServiceAuthenticator } from "../authenticate.js";
 import type { BodyTally, ClosingRequest, IntakeBudget } from "../intake-budget.js";
-import { pathAgentNameKey, principalKey, protocolKey, requestIdKey, requestMetadataKey, type Protocol } from "../context.js";
+import { RpcSpan } from "../../telemetry/rpc-span.js";
+import { httpStatusKey, pathAgentNameKey, principalKey, protocolKey, requestIdKey, requestMetadataKey, type Protocol } from "../context.js";
 import { okCode, type Metrics, type RouteMetrics } from "../metrics.js";
-import { errorInfoOf, isExpected, toConnectError, type MapOptions } from "../status.js";
+import { errorInfoOf, httpStatusOf, isExpected, toConnectError, type MapOptions } from "../status.js";
 import { isStrictService } from "../strict/contract.js";
 
 /** What a transport knows of a call once its headers have arrived, before any of its body. */
@@ -19,6 +20,8 @@ export interface CallStart {
   readonly pathAgentName?: string | undefined;
   /** The context values to fill: connect-node's own on its routes, fresh ones otherwise. */
   readonly values?: ContextValues;
+  /** For REST: the HTTP verb and the route template the request matched (the trace's http.route). */
+  readonly http?: { readonly method: string; readonly route: string };
 }
 
 export interface CallPipelineOptions {
@@ -64,7 +67,7 @@ export class CallPipeline {
     values.set(requestIdKey, requestId);
     values.set(requestMetadataKey, metadata);
 
-    const call = new Call(this.options.logger, this.bound(start.method, start.protocol), start.protocol, requestId, values, this.options.intake);
+    const call = new Call(this.options.logger, this.bound(start.method, start.protocol), start.protocol, requestId, values, this.options.intake, RpcSpan.start(start));
     try {
       const principal = this.options.authenticate(start.method.parent, start.header("authorization"));
       if (principal) values.set(principalKey, principal);
@@ -113,7 +116,19 @@ export class Call {
     /** What the implementation reads from its HandlerContext: principal, request id, metadata, protocol. */
     readonly values: ContextValues,
     private readonly intake: IntakeBudget,
+    /** The call's server span, when tracing is on. */
+    private readonly span: RpcSpan | undefined,
   ) {}
+
+  /** Runs the implementation inside the call's span (as is when tracing is off). */
+  run<T>(work: () => T): T {
+    return this.span === undefined ? work() : this.span.run(work);
+  }
+
+  /** A streamed answer produced inside the call's span. */
+  bind<T>(stream: AsyncIterable<T>): AsyncIterable<T> {
+    return this.span === undefined ? stream : this.span.bind(stream);
+  }
 
   /**
    * Where the transport counts the body of `request` as it reads it: the intake budget for a caller without a
@@ -141,16 +156,23 @@ export class Call {
     const ms = performance.now() - this.started;
     this.route.metrics.finished(mapped?.code ?? okCode, ms / 1000);
     if (this.streaming) this.route.metrics.streamClosed();
+    // The access line is written inside the span, so it carries the trace's ids.
+    if (this.span === undefined) this.log(error, mapped, ms);
+    else this.span.run(() => this.log(error, mapped, ms));
+    this.span?.end(mapped?.code ?? okCode, mapped === undefined ? this.values.get(httpStatusKey) : httpStatusOf(mapped.code));
+    return mapped;
+  }
+
+  private log(error: unknown, mapped: ConnectError | undefined, ms: number): void {
     if (mapped === undefined) {
       if (this.logger.isLevelEnabled("info")) {
         this.logger.info({ request_id: this.requestId, route: this.route.route, protocol: this.protocol, code: "OK", ms: Math.round(ms) }, "request");
       }
-      return undefined;
+      return;
     }
     // Logs carry the error's category (Agent V1 §7), never its message or metadata.
     const fields = { request_id: this.requestId, route: this.route.route, protocol: this.protocol, code: Code[mapped.code], ms: Math.round(ms), category: errorInfoOf(mapped)?.metadata.category };
     if (isExpected(error)) this.logger.info(fields, "request");
     else this.logger.error({ ...fields, err: error }, "request failed");
-    return mapped;
   }
 }

@@ -46,7 +46,7 @@ export function connectPipeline(pipeline: CallPipeline): {
       const { call } = request.contextValues.get(openCallKey)!;
       let response;
       try {
-        response = await next(request);
+        response = await call.run(() => next(request));
       } catch (error) {
         throw call.finish(error);
       }
@@ -55,7 +55,7 @@ export function connectPipeline(pipeline: CallPipeline): {
         return response;
       }
       call.streamStarted();
-      const messages = response.message;
+      const messages = call.bind(response.message);
       return {
         ...response,
         message: (async function* () {

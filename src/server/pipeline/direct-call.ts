@@ -95,13 +95,13 @@ export class DirectCall implements HandlerContext {
   /** Runs a unary implementation. */
   async unary(request: Message): Promise<Message> {
     const { impl, method } = this.init.spec as Extract<MethodImplSpec, { kind: "unary" }>;
-    return normalize(method.output, await impl(request, this));
+    return normalize(method.output, await this.init.call.run(() => impl(request, this)));
   }
 
   /** Runs a server-streaming implementation; the stream ends with the abort reason once the call is aborted. */
   async *serverStream(request: Message): AsyncIterable<Message> {
     const { impl, method } = this.init.spec as Extract<MethodImplSpec, { kind: "server_streaming" }>;
-    for await (const output of impl(request, this)) {
+    for await (const output of this.init.call.bind(impl(request, this))) {
       if (this.reason !== undefined) throw this.reason;
       yield normalize(method.output, output);
     }

@@ -27,6 +27,8 @@ export interface RecordedRequest {
   aborted: boolean;
   /** The HTTP status answered (0 while held or in flight). */
   status: number;
+  /** The W3C trace context the client sent, if any. */
+  traceparent?: string;
 }
 
 const WIRES: Record<ScriptedKind, Wire> = { openai: openAiWire, anthropic: anthropicWire };
@@ -143,6 +145,7 @@ export class ScriptedLlm {
       request,
       aborted: false,
       status: 0,
+      ...(typeof incoming.headers.traceparent === "string" ? { traceparent: incoming.headers.traceparent } : {}),
     };
     this.requests.push(recorded);
     const serial = this.requests.length;
