@@ -4,10 +4,13 @@ import { pathToFileURL } from "node:url";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { AxonError } from "../errors.js";
-import { ChatMessage_ChatMessageType as MessageType } from "../gen/neuro_san/api/grpc/chat_pb.js";
+import { ChatMessage_ChatMessageType as MessageType, type Origin } from "../gen/neuro_san/api/grpc/chat_pb.js";
+import { createLogger } from "../logger.js";
 import { runningBuild } from "../project-root.js";
 import { runReported, type Activation, type ToolCall } from "./activation.js";
-import { locateCodedTool } from "./coded-tool-location.js";
+import { locateCodedTool, type CodedToolLocation } from "./coded-tool-location.js";
+import { defaultPythonSettings, PythonPool } from "./python/python-pool.js";
+import { PythonToolError, type SlyDataChanges } from "./python/python-worker.js";
 import { nonJsonValueIn, restoreNonJsonKeys } from "./json-values.js";
 import { BUILT_IN_CODED_TOOLS } from "./toolbox/default-toolbox.js";
 import type { ChatSession } from "./chat-session.js";
@@ -31,22 +34,29 @@ export interface CodedTool {
 
 type CodedToolClass = new () => CodedTool;
 
+/** What a coded tool class resolves to: a TypeScript or JavaScript class, or a Python class a worker runs. */
+export type LoadedCodedTool = { kind: "module"; ToolClass: CodedToolClass } | { kind: "python"; tool: PythonToolLocation };
+
+export type PythonToolLocation = Extract<CodedToolLocation, { kind: "python" }>;
+
 // Compiled (dist/), the server cannot import a TypeScript tool by itself: tsx's loader is registered for the first one.
 let typeScriptLoader: Promise<unknown> | undefined;
 
 /**
- * Finds coded tools under AGENT_TOOL_PATH: `class: "calculator.Calculator"` of network `math_guy` is the
- * export `Calculator` of `<tool path>/math_guy/calculator.{js,mjs,ts}`, else `<tool path>/calculator.*`.
+ * Finds coded tools under AGENT_TOOL_PATH as neuro-san does (see locateCodedTool) and owns the Python workers that run
+ * the `.py` ones.
  */
 export class CodedToolLoader {
   private readonly root: string;
-  private readonly classes = new Map<string, Promise<CodedToolClass>>();
+  private readonly classes = new Map<string, Promise<LoadedCodedTool>>();
+  readonly python: PythonPool;
 
-  constructor(toolPath: string) {
+  constructor(toolPath: string, python?: PythonPool) {
     this.root = path.resolve(toolPath);
+    this.python = python ?? new PythonPool(defaultPythonSettings(this.root, this.root), createLogger("silent"));
   }
 
-  load(network: string, className: string): Promise<CodedToolClass> {
+  load(network: string, className: string): Promise<LoadedCodedTool> {
     const key = `${network}/${className}`;
     let loaded = this.classes.get(key);
     if (!loaded) {
@@ -57,15 +67,13 @@ export class CodedToolLoader {
     return loaded;
   }
 
-  private async import(network: string, className: string): Promise<CodedToolClass> {
-    const location = locateCodedTool(this.root, network, className);
-    if (location.kind === "python") {
-      const file = path.relative(this.root, location.file);
-      throw codedToolError("CODED_TOOL_IS_PYTHON", `the coded tool is the Python module ${file}; Axon runs TypeScript and JavaScript coded tools`, className);
-    }
+  private async import(network: string, className: string): Promise<LoadedCodedTool> {
+    const location = locateCodedTool(this.root, network, className, this.python.importRoots);
+    // The worker imports the module with its first call, and again when the file changed.
+    if (location.kind === "python") return { kind: "python", tool: location };
     if (location.kind === "missing") {
       const builtIn = BUILT_IN_CODED_TOOLS.get(className);
-      if (builtIn !== undefined) return builtIn;
+      if (builtIn !== undefined) return { kind: "module", ToolClass: builtIn };
       throw codedToolError("CODED_TOOL_NOT_FOUND", "no module for the coded tool class", className);
     }
     const { file, exportName } = location;
@@ -74,11 +82,11 @@ export class CodedToolLoader {
     if (!real.startsWith(realpathSync(this.root) + path.sep)) {
       throw codedToolError("CODED_TOOL_OUTSIDE_TOOL_PATH", "the coded tool resolves outside the tool path", className);
     }
-    if (real.endsWith(".ts") && runningBuild) await (typeScriptLoader ??= import("tsx/esm/api").then(({ register }) => register()));
+    if (/\.m?ts$/.test(real) && runningBuild) await (typeScriptLoader ??= import("tsx/esm/api").then(({ register }) => register()));
     const module = (await import(pathToFileURL(real).href)) as Record<string, unknown>;
     const exported = module[exportName];
     if (typeof exported !== "function") throw codedToolError("CODED_TOOL_NOT_FOUND", "the module does not export the class", className);
-    return exported as CodedToolClass;
+    return { kind: "module", ToolClass: exported as CodedToolClass };
   }
 }
 
@@ -101,10 +109,11 @@ export class CodedToolActivation implements Activation {
     const { session, spec } = this;
     const args = { ...llmArgs, ...spec.args };
     return runReported(session, origin, args, async () => {
-      const ToolClass = await session.services.codedTools.load(session.network.name, spec.className!);
+      const loaded = await session.services.codedTools.load(session.network.name, spec.className!);
       // Loading a module spans turns of the event loop: a chat cancelled meanwhile must not run the tool.
       session.signal.throwIfAborted();
-      const tool = new ToolClass();
+      if (loaded.kind === "python") return runPythonTool(session, loaded.tool, args, origin);
+      const tool = new loaded.ToolClass();
       const context: CodedToolContext = {
         reportProgress: (structure) => {
           const problem = nonJsonValueIn(structure, "the progress");
@@ -127,6 +136,30 @@ export class CodedToolActivation implements Activation {
       return typeof outcome.value === "string" ? outcome.value : JSON.stringify((outcome.value ?? null) as JsonValue);
     });
   }
+}
+
+/**
+ * A Python coded tool, run by the request's Python worker as neuro-san runs it: `origin` added to its arguments when
+ * the caller did not set it, sly_data as the chat has it now, the changes it made applied to the chat's dict even when
+ * it raised. Its exception is a tool error with the type and message; the traceback goes to the log with the failure.
+ */
+async function runPythonTool(session: ChatSession, tool: PythonToolLocation, args: JsonObject, origin: Origin[]): Promise<string> {
+  const { module, file, className } = tool;
+  const toolArgs = { origin: origin.map((step) => ({ tool: step.tool, instantiation_index: step.instantiationIndex })), ...args };
+  const progress = (structure: JsonObject) => session.emit({ type: MessageType.AGENT_PROGRESS, origin, structure });
+  try {
+    const answer = await session.request.python.call(session.slyData, { module, file, className, args: toolArgs }, progress, session.signal);
+    applySlyDataChanges(session.slyData, answer.slyData);
+    return answer.result;
+  } catch (error) {
+    if (error instanceof PythonToolError) applySlyDataChanges(session.slyData, error.slyData);
+    throw error;
+  }
+}
+
+function applySlyDataChanges(slyData: JsonObject, changes: SlyDataChanges): void {
+  for (const key of changes.delete) delete slyData[key];
+  Object.assign(slyData, changes.set);
 }
 
 function notJson(message: string): AxonError {

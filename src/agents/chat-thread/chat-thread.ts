@@ -14,6 +14,8 @@ import type { ChatThreadSettings, Instruction, Report } from "./protocol.js";
 import { fromWireError } from "./wire-error.js";
 
 const threadEntry = threadEntryFile("agents/chat-thread");
+/** How long the thread may take to end its Python workers before it is terminated anyway. */
+const closeGraceMs = 3000;
 
 export interface ChatThreadOptions {
   config: Config;
@@ -90,6 +92,8 @@ class RunningThread {
   }
 
   private readonly ready: Promise<void>;
+  private closedReport!: () => void;
+  private readonly closed = new Promise<void>((resolve) => (this.closedReport = resolve));
 
   private constructor(
     private readonly worker: Worker,
@@ -105,6 +109,7 @@ class RunningThread {
         if (report.kind === "log") log.write(report.record);
         else if (report.kind === "ready") readied.resolve();
         else if (report.kind === "unready") readied.reject(fromWireError(report.error));
+        else if (report.kind === "closed") this.closedReport();
         else this.settle(report);
       }
     });
@@ -149,11 +154,18 @@ class RunningThread {
     return messages;
   }
 
+  /** The thread first ends its Python workers: processes, which a terminated thread would leave running. */
   async close(): Promise<void> {
-    if (!this.ended) await this.worker.terminate();
+    if (this.ended) return;
+    this.instructions.push({ kind: "close" });
+    this.instructions.flush();
+    const timer = setTimeout(() => this.closedReport(), closeGraceMs);
+    await this.closed;
+    clearTimeout(timer);
+    await this.worker.terminate();
   }
 
-  private settle(report: Exclude<Report, { kind: "log" | "ready" | "unready" }>): void {
+  private settle(report: Exclude<Report, { kind: "log" | "ready" | "unready" | "closed" }>): void {
     const chat = this.chats.get(report.id);
     if (chat === undefined) return;
     switch (report.kind) {
