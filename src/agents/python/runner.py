@@ -124,7 +124,7 @@ class Worker:
             if "call" in message:
                 task = asyncio.ensure_future(self.call(message))
                 self.tasks[message["call"]] = task
-                task.add_done_callback(lambda _, call_id=message["call"]: self.tasks.pop(call_id, None))
+                task.add_done_callback(lambda _, call_id=message["call"]: self.finished(call_id))
             elif "cancel" in message:
                 task = self.tasks.get(message["cancel"])
                 if task is not None:
@@ -153,9 +153,6 @@ class Worker:
             except NotImplementedError:
                 loop = asyncio.get_running_loop()
                 result = await loop.run_in_executor(self.executor, tool.invoke, args, sly_data)
-        except asyncio.CancelledError:
-            self.send({"cancelled": call_id})
-            return
         except (Exception, SystemExit) as error:
             self.send({
                 "failed": call_id,
@@ -167,6 +164,11 @@ class Worker:
             return
         # neuro-san renders any result with f"{result}": a string as is, a dict as Python prints it.
         self.send({"done": call_id, "result": f"{result}", "sly_data": sly_data_changes(sent, sly_data, private)})
+
+    def finished(self, call_id):
+        # A task cancelled before it even started never ran its own code: this says so in every case.
+        if self.tasks.pop(call_id).cancelled():
+            self.send({"cancelled": call_id})
 
     def describe(self, error):
         if isinstance(error, ImportError):
