@@ -94,7 +94,7 @@ describe("Python workers", () => {
     const marker = path.join(markers, "connection");
     const opened = await call("resources", "Opener", { marker });
     // Only what JSON can carry comes back.
-    expect(opened.slyData).toEqual({ set: { opened: true }, delete: [] });
+    expect(opened.slyData).toEqual({ set: { opened: true, worker_pid: expect.any(Number) }, delete: [] });
     expect((await call("resources", "User")).result).toBe("connection is Connection");
     // Another chat does not see them.
     const other = pool.chat();
