@@ -1,4 +1,4 @@
-import { realpathSync } from "node:fs";
+import { readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
@@ -38,9 +38,6 @@ type CodedToolClass = new () => CodedTool;
 export type LoadedCodedTool = { kind: "module"; ToolClass: CodedToolClass } | { kind: "python"; tool: PythonToolLocation };
 
 export type PythonToolLocation = Extract<CodedToolLocation, { kind: "python" }>;
-
-// Compiled (dist/), the server cannot import a TypeScript tool by itself: tsx's loader is registered for the first one.
-let typeScriptLoader: Promise<unknown> | undefined;
 
 /**
  * Finds coded tools under AGENT_TOOL_PATH as neuro-san does (see locateCodedTool) and owns the Python workers that run
@@ -82,12 +79,45 @@ export class CodedToolLoader {
     if (!real.startsWith(realpathSync(this.root) + path.sep)) {
       throw codedToolError("CODED_TOOL_OUTSIDE_TOOL_PATH", "the coded tool resolves outside the tool path", className);
     }
-    if (/\.m?ts$/.test(real) && runningBuild) await (typeScriptLoader ??= import("tsx/esm/api").then(({ register }) => register()));
-    const module = (await import(pathToFileURL(real).href)) as Record<string, unknown>;
+    const module = (await importModule(real)) as Record<string, unknown>;
     const exported = module[exportName];
     if (typeof exported !== "function") throw codedToolError("CODED_TOOL_NOT_FOUND", "the module does not export the class", className);
     return { kind: "module", ToolClass: exported as CodedToolClass };
   }
+}
+
+// Compiled (dist/), the server cannot import a TypeScript tool by itself: tsx's loader is registered for the first one.
+let typeScriptLoader: Promise<unknown> | undefined;
+
+/**
+ * A tool is loaded as an ES module whatever the nearest package.json says. A `.ts` file outside a `"type": "module"`
+ * package (a tool folder without package.json, the usual case) would be taken for CommonJS and, on Node 20.19+, fail
+ * with "Cannot require() ES Module ... in a cycle": tsx's own import loads it as a module. JavaScript tools are Node's
+ * to load (it detects ES module syntax).
+ */
+async function importModule(file: string): Promise<unknown> {
+  const url = pathToFileURL(file).href;
+  if (file.endsWith(".ts") && !inModulePackage(file)) return (await import("tsx/esm/api")).tsImport(url, import.meta.url);
+  if (/\.m?ts$/.test(file) && runningBuild) await (typeScriptLoader ??= import("tsx/esm/api").then(({ register }) => register()));
+  return import(url);
+}
+
+/** Whether the nearest package.json above `file` says `"type": "module"`. */
+function inModulePackage(file: string): boolean {
+  for (let dir = path.dirname(file); dir !== path.dirname(dir); dir = path.dirname(dir)) {
+    let manifest: string;
+    try {
+      manifest = readFileSync(path.join(dir, "package.json"), "utf8");
+    } catch {
+      continue;
+    }
+    try {
+      return (JSON.parse(manifest) as { type?: unknown }).type === "module";
+    } catch {
+      return false;
+    }
+  }
+  return false;
 }
 
 function codedToolError(reason: string, message: string, className: string): AxonError {

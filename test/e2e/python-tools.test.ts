@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
@@ -128,5 +128,89 @@ describe("Python coded tools in the built server", () => {
     expect(alive(pid)).toBe(true);
     expect(await axon.stop()).toBe(0);
     await until(() => !alive(pid), "the worker gone");
+  });
+});
+
+/** A checkout of a user's own, outside Axon's tree and without package.json: tools found where neuro-san finds them. */
+describe("coded tools wherever a user puts them, in the built server", () => {
+  let llm: ScriptedLlm;
+  let axon: AxonProcess;
+  const files: Record<string, string> = {
+    "registries/manifest.hocon": `{ "basic/music_nerd_pro.hocon": true, "my_net.hocon": true }`,
+    "registries/basic/music_nerd_pro.hocon": `{
+      llm_config { model_name: "gpt-4o-mini" }
+      toolbox_info_file: "toolbox/toolbox_info.hocon"
+      tools: [
+        { name: "MusicNerdPro", instructions: "Count the cost.", tools: ["Accountant", "Ledger"] }
+        { name: "Accountant", class: "accountant.Accountant", function { description: "Adds to the running cost" } }
+        { name: "Ledger", toolbox: "ledger" }
+      ]
+    }`,
+    "registries/my_net.hocon": `{
+      llm_config { model_name: "gpt-4o-mini" }
+      tools: [
+        { name: "Front", instructions: "Use the tool.", tools: ["Tool"] }
+        { name: "Tool", class: "tool.Tool", function { description: "A TypeScript tool" } }
+      ]
+    }`,
+    "toolbox/toolbox_info.hocon": `{ ledger: { class: "neuro_san_studio.coded_tools.utils.ledger.Ledger", description: "Writes the ledger" } }`,
+    // neuro-san-studio keeps shared tools one folder up from the network's: coded_tools/basic/, not basic/music_nerd_pro/.
+    "coded_tools/basic/accountant.py": [
+      "from neuro_san.interfaces.coded_tool import CodedTool",
+      "class Accountant(CodedTool):",
+      "    def invoke(self, args, sly_data):",
+      "        return {'running_cost': args.get('running_cost', 0.0) + 3.0}",
+    ].join("\n"),
+    "neuro_san_studio/coded_tools/utils/ledger.py": [
+      "from neuro_san.interfaces.coded_tool import CodedTool",
+      "class Ledger(CodedTool):",
+      "    async def async_invoke(self, args, sly_data):",
+      "        return 'ledger written'",
+    ].join("\n"),
+    "coded_tools/my_net/tool.ts": [
+      "import { twice } from './helper.ts';",
+      "export class Tool {",
+      "  invoke(args: Record<string, unknown>): string { return `typescript says ${twice(21)}`; }",
+      "}",
+    ].join("\n"),
+    "coded_tools/my_net/helper.ts": "export const twice = (n: number): number => n * 2;",
+  };
+
+  beforeAll(async () => {
+    llm = await ScriptedLlm.start("openai");
+    const checkout = mkdtempSync(path.join(os.tmpdir(), "user-checkout-"));
+    for (const [file, text] of Object.entries(files)) {
+      mkdirSync(path.dirname(path.join(checkout, file)), { recursive: true });
+      writeFileSync(path.join(checkout, file), text);
+    }
+    axon = await startAxonProcess({
+      ...llm.env,
+      AGENT_MANIFEST_FILE: path.join(checkout, "registries/manifest.hocon"),
+      AGENT_TOOL_PATH: path.join(checkout, "coded_tools"),
+      AXON_PYTHON_WORKERS: "1",
+    });
+  });
+  afterAll(async () => {
+    await axon?.stop();
+    await llm.close();
+  });
+  beforeEach(() => {
+    llm.reset();
+    llm.script(followThePlan);
+  });
+
+  it("loads every tool without a warning", () => {
+    expect(axon.logs.filter((line) => line.msg === "agent network warning" || line.msg === "agent network problem")).toEqual([]);
+  });
+
+  it("runs a shared Python tool of a folder above the network's, and a toolbox class written neuro_san_studio.coded_tools...", async () => {
+    const lines = await restChat(axon, "basic/music_nerd_pro", { user_message: { text: 'Accountant {"running_cost": 1.5} then Ledger' } });
+    expect(finalOf(lines).text).toBe("Answer: ledger written");
+    expect(llm.requests.at(-1)!.body["messages"]).toContainEqual(expect.objectContaining({ role: "tool", content: "{'running_cost': 4.5}" }));
+  });
+
+  it("runs a TypeScript tool of a folder without package.json", async () => {
+    const lines = await restChat(axon, "my_net", { user_message: { text: "Tool" } });
+    expect(finalOf(lines).text).toBe("Answer: typescript says 42");
   });
 });
