@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
@@ -140,6 +140,27 @@ describe("Python workers", () => {
     await within(5000, worker!.exited, "the stubborn worker killed");
     expect(worker!.alive).toBe(false);
     expect((await call("calculator", "Adder", { x: 1, y: 1 })).result).toBe("{'total': 2}");
+  });
+
+  it("imports a tool again once its file changed, without a new worker", async () => {
+    const folder = mkdtempSync(path.join(os.tmpdir(), "python-root-"));
+    mkdirSync(path.join(folder, "edited"));
+    const file = path.join(folder, "edited", "version.py");
+    const edition = (n: number) => {
+      writeFileSync(file, `from neuro_san.interfaces.coded_tool import CodedTool\nclass Version(CodedTool):\n    def invoke(self, args, sly_data):\n        return "edition ${n}"\n`);
+      // The worker compares modification times: make the second edition's differ, however fast it is written.
+      utimesSync(file, n * 1000, n * 1000);
+    };
+    const edited = new PythonPool({ command: "python3", workers: 1, cancelGraceMs: 300, importRoots: [folder] }, createLogger("silent"));
+    const versionChat = edited.chat();
+    const version = () => versionChat.call({}, { module: "edited.version", file, className: "Version", args: {} }, () => {}, never);
+    edition(1);
+    expect((await version()).result).toBe("edition 1");
+    edition(2);
+    expect((await version()).result).toBe("edition 2");
+    expect(edited["workers"]).toHaveLength(1);
+    versionChat.close();
+    await edited.close();
   });
 
   it("spreads chats over its workers, up to its size", async () => {
