@@ -74,6 +74,7 @@ export class PythonChat {
   private worker: PythonWorker | undefined;
   private readonly scopes = new WeakMap<JsonObject, string>();
   private readonly used = new Set<string>();
+  private readonly watched = new WeakSet<AbortSignal>();
 
   constructor(
     private readonly pool: PythonPool,
@@ -89,6 +90,11 @@ export class PythonChat {
     }
     // A worker that died took the chat's private values with it: the next call starts over on a fresh one.
     if (this.worker === undefined || !this.worker.alive) this.worker = this.pool.bind();
+    // One listener per signal (the request's), however many calls it has in flight.
+    if (!this.watched.has(signal)) {
+      this.watched.add(signal);
+      signal.addEventListener("abort", () => this.worker?.cancelCalls(signal), { once: true });
+    }
     return this.worker.call({ ...call, chat, slyData }, progress, signal);
   }
 

@@ -52,6 +52,7 @@ export class PythonToolError extends AxonError {
 }
 
 interface PendingCall {
+  signal: AbortSignal;
   resolve(answer: PythonAnswer): void;
   reject(error: Error): void;
   progress(structure: JsonObject): void;
@@ -74,6 +75,7 @@ export class PythonWorker {
   private readonly calls = new Map<number, PendingCall>();
   private lastId = 0;
   private pending = "";
+  private outgoing: string[] = [];
   private ended: Error | undefined;
   /** Resolves once the process has exited. */
   readonly exited: Promise<void>;
@@ -121,13 +123,16 @@ export class PythonWorker {
     if (this.ended) return Promise.reject(this.ended);
     signal.throwIfAborted();
     const id = ++this.lastId;
-    const answer = new Promise<PythonAnswer>((resolve, reject) => this.calls.set(id, { resolve, reject, progress }));
+    const answer = new Promise<PythonAnswer>((resolve, reject) => this.calls.set(id, { signal, resolve, reject, progress }));
     if (this.calls.size === 1) this.ref();
     const { chat, module, file, className, args, slyData } = call;
     this.send({ call: id, chat, module, file, class: className, args, sly_data: slyData });
-    const cancel = () => this.cancel(id, signal.reason);
-    signal.addEventListener("abort", cancel, { once: true });
-    return answer.finally(() => signal.removeEventListener("abort", cancel));
+    return answer;
+  }
+
+  /** Cancels the calls in flight under `signal` (the chat's: one listener for all its calls, see PythonChat). */
+  cancelCalls(signal: AbortSignal): void {
+    for (const [id, call] of this.calls) if (call.signal === signal) this.cancel(id, signal.reason);
   }
 
   endChat(chat: string): void {
@@ -158,8 +163,13 @@ export class PythonWorker {
     }, this.settings.cancelGraceMs);
   }
 
+  /** Lines sent in one turn of the event loop leave in one write: a burst of calls costs one system call. */
   private send(message: JsonObject): void {
-    this.child.stdin!.write(`${JSON.stringify(message)}\n`);
+    if (this.outgoing.push(JSON.stringify(message)) > 1) return;
+    queueMicrotask(() => {
+      this.child.stdin!.write(`${this.outgoing.join("\n")}\n`);
+      this.outgoing = [];
+    });
   }
 
   private read(chunk: string): void {

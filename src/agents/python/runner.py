@@ -106,13 +106,21 @@ class Worker:
         self.tasks = {}
         self.chats = {}
         self.modules = {}
+        self.flushing = False
         self.executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="coded-tool")
         from neuro_san.interfaces.coded_tool import CodedTool
 
         self.coded_tool = CodedTool
 
     def send(self, message):
+        # Lines written in one turn of the loop leave together: one write for a burst of answers.
         self.out.write(json.dumps(message, default=str).encode("utf-8") + b"\n")
+        if not self.flushing:
+            self.flushing = True
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    def flush(self):
+        self.flushing = False
         self.out.flush()
 
     async def serve(self, reader):
@@ -200,7 +208,7 @@ class Worker:
 
 async def serve():
     # The protocol keeps the real stdout; fd 1 becomes stderr, so a tool's print() cannot break a line.
-    out = os.fdopen(os.dup(1), "wb")
+    out = os.fdopen(os.dup(1), "wb", buffering=1 << 20)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     loop = asyncio.get_running_loop()
