@@ -5,11 +5,12 @@ import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { AxonError } from "../errors.js";
 import { ChatMessage_ChatMessageType as MessageType, type Origin } from "../gen/neuro_san/api/grpc/chat_pb.js";
+import { loadConfig } from "../config.js";
 import { createLogger } from "../logger.js";
 import { runningBuild } from "../project-root.js";
 import { runReported, type Activation, type ToolCall } from "./activation.js";
 import { locateCodedTool, type CodedToolLocation } from "./coded-tool-location.js";
-import { defaultPythonSettings, PythonPool } from "./python/python-pool.js";
+import { PythonPool, pythonSettingsOf } from "./python/python-pool.js";
 import { PythonToolError, type SlyDataChanges } from "./python/python-worker.js";
 import { nonJsonValueIn, restoreNonJsonKeys } from "./json-values.js";
 import { BUILT_IN_CODED_TOOLS } from "./toolbox/default-toolbox.js";
@@ -50,7 +51,8 @@ export class CodedToolLoader {
 
   constructor(toolPath: string, python?: PythonPool) {
     this.root = path.resolve(toolPath);
-    this.python = python ?? new PythonPool(defaultPythonSettings(this.root, this.root), createLogger("silent"));
+    // A runtime made without one (in tests) gets the default pool, which starts no process until a Python tool is called.
+    this.python = python ?? new PythonPool(pythonSettingsOf(loadConfig({ AGENT_TOOL_PATH: this.root })), createLogger("silent"));
   }
 
   load(network: string, className: string): Promise<LoadedCodedTool> {

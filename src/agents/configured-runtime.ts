@@ -1,10 +1,8 @@
-import os from "node:os";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { ChatRunner } from "./chat-runner.js";
-import { pythonImportRoots } from "./coded-tool-location.js";
 import { CodedToolLoader } from "./coded-tools.js";
-import { PythonPool, type PythonPoolSettings } from "./python/python-pool.js";
+import { PythonPool, pythonSettingsOf } from "./python/python-pool.js";
 import type { AgentRegistry } from "./registry.js";
 import { AgentRuntime } from "./runtime.js";
 
@@ -25,7 +23,7 @@ export function createAgentRuntime(
 ): ConfiguredRuntime {
   let providers: typeof import("../llm/providers.js") | undefined;
   let loading: Promise<typeof import("../llm/providers.js")> | undefined;
-  const python = new PythonPool(pythonSettings(config), logger);
+  const python = new PythonPool(pythonSettingsOf(config), logger);
   const runtime = new AgentRuntime({
     registry,
     // The runtime asks for LLM clients only within a chat, and a chat starts once the providers are in.
@@ -44,11 +42,3 @@ export function createAgentRuntime(
   };
 }
 
-export function pythonSettings(config: Config): PythonPoolSettings {
-  return {
-    command: config.python,
-    workers: config.pythonWorkers || os.availableParallelism(),
-    cancelGraceMs: config.pythonCancelGraceSeconds * 1000,
-    importRoots: pythonImportRoots(config.toolPath, config.projectRoot),
-  };
-}

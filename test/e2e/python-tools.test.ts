@@ -65,6 +65,12 @@ describe("Python coded tools in the built server", () => {
     expect(warning!.reason).toMatch(/^broken\.Broken cannot load: SyntaxError: .* \(.*test\/fixtures\/python\/coded_tools\/python_tools\/broken\.py:5\); calls of Broken will fail$/);
   });
 
+  it("shows its Python tools in Connectivity as neuro-san does, as coded_tool", async () => {
+    const connectivity = (await (await fetch(`${axon.url}/api/v1/python_tools/connectivity`)).json()) as Json;
+    const adder = connectivity.connectivity_info.find((info: Json) => info.origin === "Adder");
+    expect(adder).toEqual({ origin: "Adder", tools: [], display_as: "coded_tool" });
+  });
+
   it("runs a synchronous tool: its result as neuro-san renders it, its sly_data through to_upstream, tool_start and tool_end under MAXIMAL", async () => {
     const lines = await chat('Adder {"x": 2, "y": 3}', { sly_data: { calls: 1 } });
     expect(toolResultsOf(lines)).toEqual(["{'total': 5}"]);

@@ -1,5 +1,6 @@
 import os from "node:os";
 import type { JsonObject } from "@bufbuild/protobuf";
+import type { Config } from "../../config.js";
 import type { Logger } from "../../logger.js";
 import { pythonImportRoots } from "../coded-tool-location.js";
 import { PythonWorker, type PythonAnswer, type PythonCall, type PythonSettings } from "./python-worker.js";
@@ -9,9 +10,14 @@ export interface PythonPoolSettings extends PythonSettings {
   workers: number;
 }
 
-/** `python3` on PATH, one worker per core, a cancelled tool given 5 seconds to end: what AXON_PYTHON* default to. */
-export function defaultPythonSettings(toolPath: string, projectRoot: string): PythonPoolSettings {
-  return { command: "python3", workers: os.availableParallelism(), cancelGraceMs: 5000, importRoots: pythonImportRoots(toolPath, projectRoot) };
+/** The pool as AXON_PYTHON, AXON_PYTHON_WORKERS and AXON_PYTHON_CANCEL_GRACE_SECONDS configure it. */
+export function pythonSettingsOf(config: Config): PythonPoolSettings {
+  return {
+    command: config.python,
+    workers: config.pythonWorkers || os.availableParallelism(),
+    cancelGraceMs: config.pythonCancelGraceSeconds * 1000,
+    importRoots: pythonImportRoots(config.toolPath, config.projectRoot),
+  };
 }
 
 /**
