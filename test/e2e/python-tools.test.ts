@@ -6,6 +6,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startAxonProcess, type AxonProcess } from "../support/axon-process.js";
 import { finalOf, maximal, messagesOf, restChat, type Json } from "../support/chat-protocols.js";
 import { defaultReply, ScriptedLlm, type ScriptHandler } from "../support/scripted-llm/scripted-llm.js";
+import { runNetworkTests } from "../../src/network-tests/runner.js";
+import { alice, operationsApi, roomyAdmission, writeFiles } from "../support/operations.js";
+import { projectRoot } from "../support/server.js";
 import { until } from "../support/wait.js";
 
 /**
@@ -48,6 +51,7 @@ describe("Python coded tools in the built server", () => {
       AXON_PYTHON_WORKERS: "1",
       AXON_PYTHON_CANCEL_GRACE_SECONDS: "1",
       PYTHON_MARKERS: markers,
+      ...writeFiles("http://127.0.0.1:9", roomyAdmission),
     });
   });
   afterAll(async () => {
@@ -127,6 +131,27 @@ describe("Python coded tools in the built server", () => {
     while (!received.includes('"sleeping"')) received += new TextDecoder().decode((await reader.read()).value);
     client.abort();
     await until(() => existsSync(path.join(markers, "sleeper")) && readFileSync(path.join(markers, "sleeper"), "utf8"), "CancelledError in the tool");
+  });
+
+  it("runs them in agent.chat operations as in StreamingChat", async () => {
+    const api = operationsApi(axon.url);
+    const submitted = await api.post(alice, {
+      idempotency_key: "python-adder",
+      operation: "agent.chat",
+      target: { network: "python_tools" },
+      arguments: { text: 'Adder {"x": 4, "y": 5}', sly_data: { calls: 0 } },
+      reason: "a Python tool in an operation",
+    });
+    expect(submitted.status).toBe(202);
+    expect(await api.waitTerminal(alice, submitted.body.id)).toMatchObject({
+      state: "succeeded",
+      result: { text: "Answer: {'total': 9}", sly_data: { calls: 1, last_total: 9 } },
+    });
+  });
+
+  it("passes the network test runner's cases (npm run test:networks)", async () => {
+    const report = await runNetworkTests([path.join(projectRoot, "test/fixtures/python/network-tests/adder.hocon")], { url: axon.url });
+    expect(report.totals).toMatchObject({ cases: 1, passedCases: 1, assertions: { failed: 0 } });
   });
 
   it("ends its Python workers when the server stops", async () => {
