@@ -61,6 +61,7 @@ export class AgentRegistry {
   private readonly connectivityCache = new WeakMap<AgentNetwork, ConnectivityEntry[]>();
   private readonly manifestFile: string;
   private readonly hoconOptions: HoconOptions;
+  private readonly pythonImportRoots: string[];
   private readonly pythonSyntax: PythonSyntaxCheck | undefined;
 
   /** Serves nothing until its first `reload`; `AgentRegistry.load` does both. */
@@ -71,8 +72,9 @@ export class AgentRegistry {
       projectRoot: path.resolve(options.projectRoot),
       ...(options.environment === undefined ? {} : { environment: options.environment }),
     };
-    const { python, toolPath } = options;
-    this.pythonSyntax = python === undefined || toolPath === undefined ? undefined : new PythonSyntaxCheck(python, pythonImportRoots(toolPath, options.projectRoot));
+    const { python, toolPath, projectRoot } = options;
+    this.pythonImportRoots = toolPath === undefined ? [] : pythonImportRoots(toolPath, projectRoot);
+    this.pythonSyntax = python === undefined || toolPath === undefined ? undefined : new PythonSyntaxCheck(python, this.pythonImportRoots);
   }
 
   /** Throws RegistryProblemsError when the manifest cannot be read: there is nothing to serve. */
@@ -261,11 +263,9 @@ export class AgentRegistry {
     const toolbox = await this.networkToolbox(entry, parsed.value["toolbox_info_file"], serverToolbox, networkToolboxes, warnings);
     try {
       const network = buildNetwork({ name: entry.name, file: entry.file, public: entry.public, mcp: entry.mcp, raw: parsed.value, toolbox });
-      const { toolPath, projectRoot } = this.options;
+      const { toolPath } = this.options;
       const codedTools =
-        toolPath === undefined
-          ? { problems: [], files: [] }
-          : await codedToolProblems(network, path.resolve(toolPath), pythonImportRoots(toolPath, projectRoot), this.pythonSyntax);
+        toolPath === undefined ? { problems: [], files: [] } : await codedToolProblems(network, path.resolve(toolPath), this.pythonImportRoots, this.pythonSyntax);
       return { network, problems: [...warnings, ...network.warnings, ...codedTools.problems], files: [...parsed.files, ...codedTools.files] };
     } catch (error) {
       if (!(error instanceof RegistryProblemsError)) throw error;
