@@ -163,6 +163,27 @@ describe("Python workers", () => {
     await edited.close();
   });
 
+  it("lets an installed neuro-san win over Axon's stand-in", async () => {
+    const site = mkdtempSync(path.join(os.tmpdir(), "python-site-"));
+    const write = (file: string, text: string) => {
+      mkdirSync(path.dirname(path.join(site, file)), { recursive: true });
+      writeFileSync(path.join(site, file), text);
+    };
+    write("neuro_san/__init__.py", "");
+    write("neuro_san/interfaces/__init__.py", "");
+    write(
+      "neuro_san/interfaces/coded_tool.py",
+      'class CodedTool:\n    ORIGIN = "installed"\n    async def async_invoke(self, args, sly_data):\n        raise NotImplementedError\n',
+    );
+    write("tools/which.py", "from neuro_san.interfaces.coded_tool import CodedTool\nclass Which(CodedTool):\n    def invoke(self, args, sly_data):\n        return CodedTool.ORIGIN\n");
+    const installed = new PythonPool({ command: "python3", workers: 1, cancelGraceMs: 300, importRoots: [site] }, createLogger("silent"));
+    const which = installed.chat();
+    const answer = await which.call({}, { module: "tools.which", file: path.join(site, "tools/which.py"), className: "Which", args: {} }, () => {}, never);
+    expect(answer.result).toBe("installed");
+    which.close();
+    await installed.close();
+  });
+
   it("spreads chats over its workers, up to its size", async () => {
     const chats = [chat, pool.chat(), pool.chat()];
     await Promise.all(chats.map((each) => each.call({}, { module: "coded_tools.python_tools.calculator", file: path.join(fixtures, "coded_tools/python_tools/calculator.py"), className: "Adder", args: { x: 0, y: 0 } }, () => {}, never)));
