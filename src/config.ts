@@ -9,6 +9,12 @@ export interface Config {
   manifestFile: string;
   toolPath: string;
   projectRoot: string;
+  /** `AXON_PYTHON`: the interpreter Python coded tools run in; a virtualenv's `bin/python` brings its packages. */
+  python: string;
+  /** `AXON_PYTHON_WORKERS`: Python worker processes at most; 0 = one per core. */
+  pythonWorkers: number;
+  /** `AXON_PYTHON_CANCEL_GRACE_SECONDS`: how long a cancelled Python tool may take to end before its worker is killed. */
+  pythonCancelGraceSeconds: number;
   maxConcurrentRequests: number;
   manifestUpdatePeriodSeconds: number;
   allowCorsHeaders: string | undefined;
@@ -55,6 +61,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = p
     manifestFile: path.resolve(projectRoot, env.AGENT_MANIFEST_FILE ?? "registries/manifest.hocon"),
     toolPath: path.resolve(projectRoot, env.AGENT_TOOL_PATH ?? "coded_tools"),
     projectRoot,
+    python: env.AXON_PYTHON || "python3",
+    pythonWorkers: integer(env, "AXON_PYTHON_WORKERS", 0),
+    pythonCancelGraceSeconds: integer(env, "AXON_PYTHON_CANCEL_GRACE_SECONDS", 5),
     maxConcurrentRequests: integer(env, "AGENT_MAX_CONCURRENT_REQUESTS", 0),
     manifestUpdatePeriodSeconds: integer(env, "AGENT_MANIFEST_UPDATE_PERIOD_SECONDS", 0),
     allowCorsHeaders: env.AGENT_ALLOW_CORS_HEADERS || undefined,

@@ -4,6 +4,7 @@ import type { LlmClient, LlmUsage } from "../llm/llm.js";
 import { ChatMessageSchema, OriginSchema, type ChatMessage, type Origin } from "../gen/neuro_san/api/grpc/chat_pb.js";
 import type { CodedToolLoader } from "./coded-tools.js";
 import type { McpConnections } from "./mcp-client/mcp-connections.js";
+import type { PythonChat } from "./python/python-pool.js";
 import type { AgentFunction, AgentNetwork, AgentSpec } from "./network.js";
 
 export type MessageInit = MessageInitShape<typeof ChatMessageSchema>;
@@ -33,6 +34,8 @@ export interface RequestScope {
   usage: Usage;
   /** The MCP servers the request's agents use; closed when it ends. */
   mcp: McpConnections;
+  /** The request's Python coded tool calls, on one worker; ended with the request. */
+  python: PythonChat;
 }
 
 export interface NetworkInput {

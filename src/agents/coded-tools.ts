@@ -1,13 +1,17 @@
-import { realpathSync } from "node:fs";
+import { readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { AxonError } from "../errors.js";
-import { ChatMessage_ChatMessageType as MessageType } from "../gen/neuro_san/api/grpc/chat_pb.js";
+import { ChatMessage_ChatMessageType as MessageType, type Origin } from "../gen/neuro_san/api/grpc/chat_pb.js";
+import { loadConfig } from "../config.js";
+import { createLogger } from "../logger.js";
 import { runningBuild } from "../project-root.js";
 import { runReported, type Activation, type ToolCall } from "./activation.js";
-import { locateCodedTool } from "./coded-tool-location.js";
+import { locateCodedTool, type CodedToolLocation } from "./coded-tool-location.js";
+import { PythonPool, pythonSettingsOf } from "./python/python-pool.js";
+import { PythonToolError, type SlyDataChanges } from "./python/python-worker.js";
 import { nonJsonValueIn, restoreNonJsonKeys } from "./json-values.js";
 import { BUILT_IN_CODED_TOOLS } from "./toolbox/default-toolbox.js";
 import type { ChatSession } from "./chat-session.js";
@@ -31,22 +35,27 @@ export interface CodedTool {
 
 type CodedToolClass = new () => CodedTool;
 
-// Compiled (dist/), the server cannot import a TypeScript tool by itself: tsx's loader is registered for the first one.
-let typeScriptLoader: Promise<unknown> | undefined;
+/** What a coded tool class resolves to: a TypeScript or JavaScript class, or a Python class a worker runs. */
+export type LoadedCodedTool = { kind: "module"; ToolClass: CodedToolClass } | { kind: "python"; tool: PythonToolLocation };
+
+export type PythonToolLocation = Extract<CodedToolLocation, { kind: "python" }>;
 
 /**
- * Finds coded tools under AGENT_TOOL_PATH: `class: "calculator.Calculator"` of network `math_guy` is the
- * export `Calculator` of `<tool path>/math_guy/calculator.{js,mjs,ts}`, else `<tool path>/calculator.*`.
+ * Finds coded tools under AGENT_TOOL_PATH as neuro-san does (see locateCodedTool) and owns the Python workers that run
+ * the `.py` ones.
  */
 export class CodedToolLoader {
   private readonly root: string;
-  private readonly classes = new Map<string, Promise<CodedToolClass>>();
+  private readonly classes = new Map<string, Promise<LoadedCodedTool>>();
+  readonly python: PythonPool;
 
-  constructor(toolPath: string) {
+  constructor(toolPath: string, python?: PythonPool) {
     this.root = path.resolve(toolPath);
+    // A runtime made without one (in tests) gets the default pool, which starts no process until a Python tool is called.
+    this.python = python ?? new PythonPool(pythonSettingsOf(loadConfig({ AGENT_TOOL_PATH: this.root })), createLogger("silent"));
   }
 
-  load(network: string, className: string): Promise<CodedToolClass> {
+  load(network: string, className: string): Promise<LoadedCodedTool> {
     const key = `${network}/${className}`;
     let loaded = this.classes.get(key);
     if (!loaded) {
@@ -57,15 +66,13 @@ export class CodedToolLoader {
     return loaded;
   }
 
-  private async import(network: string, className: string): Promise<CodedToolClass> {
-    const location = locateCodedTool(this.root, network, className);
-    if (location.kind === "python") {
-      const file = path.relative(this.root, location.file);
-      throw codedToolError("CODED_TOOL_IS_PYTHON", `the coded tool is the Python module ${file}; Axon runs TypeScript and JavaScript coded tools`, className);
-    }
+  private async import(network: string, className: string): Promise<LoadedCodedTool> {
+    const location = locateCodedTool(this.root, network, className, this.python.importRoots);
+    // The worker imports the module with its first call, and again when the file changed.
+    if (location.kind === "python") return { kind: "python", tool: location };
     if (location.kind === "missing") {
       const builtIn = BUILT_IN_CODED_TOOLS.get(className);
-      if (builtIn !== undefined) return builtIn;
+      if (builtIn !== undefined) return { kind: "module", ToolClass: builtIn };
       throw codedToolError("CODED_TOOL_NOT_FOUND", "no module for the coded tool class", className);
     }
     const { file, exportName } = location;
@@ -74,12 +81,45 @@ export class CodedToolLoader {
     if (!real.startsWith(realpathSync(this.root) + path.sep)) {
       throw codedToolError("CODED_TOOL_OUTSIDE_TOOL_PATH", "the coded tool resolves outside the tool path", className);
     }
-    if (real.endsWith(".ts") && runningBuild) await (typeScriptLoader ??= import("tsx/esm/api").then(({ register }) => register()));
-    const module = (await import(pathToFileURL(real).href)) as Record<string, unknown>;
+    const module = (await importModule(real)) as Record<string, unknown>;
     const exported = module[exportName];
     if (typeof exported !== "function") throw codedToolError("CODED_TOOL_NOT_FOUND", "the module does not export the class", className);
-    return exported as CodedToolClass;
+    return { kind: "module", ToolClass: exported as CodedToolClass };
   }
+}
+
+// Compiled (dist/), the server cannot import a TypeScript tool by itself: tsx's loader is registered for the first one.
+let typeScriptLoader: Promise<unknown> | undefined;
+
+/**
+ * A tool is loaded as an ES module whatever the nearest package.json says. A `.ts` file outside a `"type": "module"`
+ * package (a tool folder without package.json, the usual case) would be taken for CommonJS and, on Node 20.19+, fail
+ * with "Cannot require() ES Module ... in a cycle": tsx's own import loads it as a module. JavaScript tools are Node's
+ * to load (it detects ES module syntax).
+ */
+async function importModule(file: string): Promise<unknown> {
+  const url = pathToFileURL(file).href;
+  if (file.endsWith(".ts") && !inModulePackage(file)) return (await import("tsx/esm/api")).tsImport(url, import.meta.url);
+  if (/\.m?ts$/.test(file) && runningBuild) await (typeScriptLoader ??= import("tsx/esm/api").then(({ register }) => register()));
+  return import(url);
+}
+
+/** Whether the nearest package.json above `file` says `"type": "module"`. */
+function inModulePackage(file: string): boolean {
+  for (let dir = path.dirname(file); dir !== path.dirname(dir); dir = path.dirname(dir)) {
+    let manifest: string;
+    try {
+      manifest = readFileSync(path.join(dir, "package.json"), "utf8");
+    } catch {
+      continue;
+    }
+    try {
+      return (JSON.parse(manifest) as { type?: unknown }).type === "module";
+    } catch {
+      return false;
+    }
+  }
+  return false;
 }
 
 function codedToolError(reason: string, message: string, className: string): AxonError {
@@ -101,10 +141,11 @@ export class CodedToolActivation implements Activation {
     const { session, spec } = this;
     const args = { ...llmArgs, ...spec.args };
     return runReported(session, origin, args, async () => {
-      const ToolClass = await session.services.codedTools.load(session.network.name, spec.className!);
+      const loaded = await session.services.codedTools.load(session.network.name, spec.className!);
       // Loading a module spans turns of the event loop: a chat cancelled meanwhile must not run the tool.
       session.signal.throwIfAborted();
-      const tool = new ToolClass();
+      if (loaded.kind === "python") return runPythonTool(session, loaded.tool, args, origin);
+      const tool = new loaded.ToolClass();
       const context: CodedToolContext = {
         reportProgress: (structure) => {
           const problem = nonJsonValueIn(structure, "the progress");
@@ -127,6 +168,30 @@ export class CodedToolActivation implements Activation {
       return typeof outcome.value === "string" ? outcome.value : JSON.stringify((outcome.value ?? null) as JsonValue);
     });
   }
+}
+
+/**
+ * A Python coded tool, run by the request's Python worker as neuro-san runs it: `origin` added to its arguments when
+ * the caller did not set it, sly_data as the chat has it now, the changes it made applied to the chat's dict even when
+ * it raised. Its exception is a tool error with the type and message; the traceback goes to the log with the failure.
+ */
+async function runPythonTool(session: ChatSession, tool: PythonToolLocation, args: JsonObject, origin: Origin[]): Promise<string> {
+  const { module, file, className } = tool;
+  const toolArgs = { origin: origin.map((step) => ({ tool: step.tool, instantiation_index: step.instantiationIndex })), ...args };
+  const progress = (structure: JsonObject) => session.emit({ type: MessageType.AGENT_PROGRESS, origin, structure });
+  try {
+    const answer = await session.request.python.call(session.slyData, { module, file, className, args: toolArgs }, progress, session.signal);
+    applySlyDataChanges(session.slyData, answer.slyData);
+    return answer.result;
+  } catch (error) {
+    if (error instanceof PythonToolError) applySlyDataChanges(session.slyData, error.slyData);
+    throw error;
+  }
+}
+
+function applySlyDataChanges(slyData: JsonObject, changes: SlyDataChanges): void {
+  for (const key of changes.delete) delete slyData[key];
+  Object.assign(slyData, changes.set);
 }
 
 function notJson(message: string): AxonError {

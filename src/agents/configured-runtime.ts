@@ -2,8 +2,14 @@ import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { ChatRunner } from "./chat-runner.js";
 import { CodedToolLoader } from "./coded-tools.js";
+import { PythonPool, pythonSettingsOf } from "./python/python-pool.js";
 import type { AgentRegistry } from "./registry.js";
 import { AgentRuntime } from "./runtime.js";
+
+/** A runtime that owns processes: `close` ends its Python workers. */
+export interface ConfiguredRuntime extends ChatRunner {
+  close(): Promise<void>;
+}
 
 /**
  * The agent runtime as the server runs it: in the chat thread for StreamingChat and agent.chat operations, and
@@ -14,14 +20,15 @@ export function createAgentRuntime(
   registry: AgentRegistry,
   env: NodeJS.ProcessEnv,
   logger: Logger,
-): ChatRunner {
+): ConfiguredRuntime {
   let providers: typeof import("../llm/providers.js") | undefined;
   let loading: Promise<typeof import("../llm/providers.js")> | undefined;
+  const python = new PythonPool(pythonSettingsOf(config), logger);
   const runtime = new AgentRuntime({
     registry,
     // The runtime asks for LLM clients only within a chat, and a chat starts once the providers are in.
     createLlm: (llmConfig) => providers!.createLlmClient(llmConfig, env, { logger }),
-    codedTools: new CodedToolLoader(config.toolPath),
+    codedTools: new CodedToolLoader(config.toolPath, python),
     logger,
     maxConcurrentChats: config.maxConcurrentRequests,
     heartbeatSeconds: config.heartbeatSeconds,
@@ -31,5 +38,7 @@ export function createAgentRuntime(
       providers ??= await (loading ??= import("../llm/providers.js"));
       return runtime.start(turn);
     },
+    close: () => python.close(),
   };
 }
+

@@ -3,7 +3,8 @@ import path from "node:path";
 
 import { agentNotFound } from "../errors.js";
 import type { Logger } from "../logger.js";
-import { pythonCodedToolWarnings } from "./coded-tool-location.js";
+import { pythonImportRoots } from "./coded-tool-location.js";
+import { codedToolProblems } from "./coded-tool-problems.js";
 import { connectivityOf, functionOf, listingOf, type AgentListing, type ConnectivityEntry } from "./connectivity.js";
 import { HoconError, parseHoconFile, type Environment, type HoconOptions } from "./hocon.js";
 import { loadInfoFile, locateNamedFile, type LoadedInfo } from "./info-files.js";
@@ -11,6 +12,7 @@ import { readManifest, type ManifestEntry } from "./manifest.js";
 import { readMcpInfo, type McpInfo, type McpServerInfo } from "./mcp-client/mcp-info.js";
 import { buildNetwork, type AgentFunction, type AgentNetwork } from "./network.js";
 import { RegistryProblemsError, describeProblem, problemOfHoconError, problemsOfMissingIncludes, type RegistryProblem } from "./problem.js";
+import { PythonSyntaxCheck } from "./python/python-check.js";
 import { DEFAULT_TOOLBOX } from "./toolbox/default-toolbox.js";
 import { readToolboxInfo, type Toolbox } from "./toolbox/toolbox-info.js";
 
@@ -22,8 +24,10 @@ export interface AgentRegistryOptions {
   logger?: Logger;
   /** What `${NAME}` in network files reads when the file does not define NAME (the server's environment). */
   environment?: Environment;
-  /** `AGENT_TOOL_PATH`: where coded tools are looked for, to report at load the ones Axon cannot run. */
+  /** `AGENT_TOOL_PATH`: where coded tools are looked for, to report at load the ones that will fail. */
   toolPath?: string;
+  /** `AXON_PYTHON`: compiles the Python coded tools at load, to report syntax errors; without it they are not checked. */
+  python?: string;
   /** `AGENT_TOOLBOX_INFO_FILE`: extends the default toolbox for every network. */
   toolboxInfoFile?: string;
   /** `AGENT_MCP_INFO_FILE`: headers (and allowed tools) per MCP server URL. */
@@ -57,6 +61,8 @@ export class AgentRegistry {
   private readonly connectivityCache = new WeakMap<AgentNetwork, ConnectivityEntry[]>();
   private readonly manifestFile: string;
   private readonly hoconOptions: HoconOptions;
+  private readonly pythonImportRoots: string[];
+  private readonly pythonSyntax: PythonSyntaxCheck | undefined;
 
   /** Serves nothing until its first `reload`; `AgentRegistry.load` does both. */
   constructor(private readonly options: AgentRegistryOptions) {
@@ -66,6 +72,9 @@ export class AgentRegistry {
       projectRoot: path.resolve(options.projectRoot),
       ...(options.environment === undefined ? {} : { environment: options.environment }),
     };
+    const { python, toolPath, projectRoot } = options;
+    this.pythonImportRoots = toolPath === undefined ? [] : pythonImportRoots(toolPath, projectRoot);
+    this.pythonSyntax = python === undefined || toolPath === undefined ? undefined : new PythonSyntaxCheck(python, this.pythonImportRoots);
   }
 
   /** Throws RegistryProblemsError when the manifest cannot be read: there is nothing to serve. */
@@ -255,8 +264,9 @@ export class AgentRegistry {
     try {
       const network = buildNetwork({ name: entry.name, file: entry.file, public: entry.public, mcp: entry.mcp, raw: parsed.value, toolbox });
       const { toolPath } = this.options;
-      const codedToolWarnings = toolPath === undefined ? [] : pythonCodedToolWarnings(network, toolPath);
-      return { network, problems: [...warnings, ...network.warnings, ...codedToolWarnings], files: parsed.files };
+      const codedTools =
+        toolPath === undefined ? { problems: [], files: [] } : await codedToolProblems(network, path.resolve(toolPath), this.pythonImportRoots, this.pythonSyntax);
+      return { network, problems: [...warnings, ...network.warnings, ...codedTools.problems], files: [...parsed.files, ...codedTools.files] };
     } catch (error) {
       if (!(error instanceof RegistryProblemsError)) throw error;
       return { problems: [...warnings, ...error.problems], files: parsed.files };

@@ -65,7 +65,8 @@ export class AgentRuntime implements ChatRunner {
     const queue = new AsyncQueue<ChatMessage>();
     let lastSent = performance.now();
     const mcp = new McpConnections((url) => this.options.registry.mcpServer(url), network.limits.maxExecutionSeconds * 1000);
-    const request = { signal, metadata: turn.metadata, usage: emptyUsage(), mcp };
+    const python = this.options.codedTools.python.chat();
+    const request = { signal, metadata: turn.metadata, usage: emptyUsage(), mcp, python };
     const session = new ChatSession(network, structuredClone(turn.slyData), request, this.services, (message) => {
       lastSent = performance.now();
       queue.push(message);
@@ -94,6 +95,7 @@ export class AgentRuntime implements ChatRunner {
         this.chatsInFlight--;
         clearInterval(heartbeat);
         void mcp.close();
+        python.close();
       });
     return queue;
   }

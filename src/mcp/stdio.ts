@@ -51,6 +51,7 @@ const close = async (): Promise<void> => {
   stopping.abort();
   await server.close();
   await operations.close();
+  await chats.close();
   registry.close();
 };
 // The host ends the session by closing our stdin (or with a signal).

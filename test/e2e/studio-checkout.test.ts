@@ -51,7 +51,6 @@ describe("a neuro-san-studio checkout", () => {
     expect(server.registry.problems.map((problem) => [path.relative(checkout, problem.file), problem.key])).toEqual([
       ["registries/basic/greeter.hocon", "tools[0].name"],
       ["registries/industry/store.hocon", "tools[2].toolbox"],
-      ["registries/industry/store.hocon", "tools[1].class"],
       ["registries/industry/Order Desk.hocon", "tools[0].name"],
     ]);
   });

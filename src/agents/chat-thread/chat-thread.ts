@@ -16,6 +16,8 @@ import { traceCarrier } from "../../telemetry/thread-context.js";
 import { reportLlmCall } from "../../telemetry/llm-calls.js";
 
 const threadEntry = threadEntryFile("agents/chat-thread");
+/** How long the thread may take to end its Python workers before it is terminated anyway. */
+const closeGraceMs = 3000;
 
 export interface ChatThreadOptions {
   config: Config;
@@ -92,6 +94,8 @@ class RunningThread {
   }
 
   private readonly ready: Promise<void>;
+  private closedReport!: () => void;
+  private readonly closed = new Promise<void>((resolve) => (this.closedReport = resolve));
 
   private constructor(
     private readonly worker: Worker,
@@ -108,6 +112,7 @@ class RunningThread {
         else if (report.kind === "llm-call") reportLlmCall(report.record);
         else if (report.kind === "ready") readied.resolve();
         else if (report.kind === "unready") readied.reject(fromWireError(report.error));
+        else if (report.kind === "closed") this.closedReport();
         else this.settle(report);
       }
     });
@@ -153,11 +158,18 @@ class RunningThread {
     return messages;
   }
 
+  /** The thread first ends its Python workers: processes, which a terminated thread would leave running. */
   async close(): Promise<void> {
-    if (!this.ended) await this.worker.terminate();
+    if (this.ended) return;
+    this.instructions.push({ kind: "close" });
+    this.instructions.flush();
+    const timer = setTimeout(() => this.closedReport(), closeGraceMs);
+    await this.closed;
+    clearTimeout(timer);
+    await this.worker.terminate();
   }
 
-  private settle(report: Exclude<Report, { kind: "log" | "llm-call" | "ready" | "unready" }>): void {
+  private settle(report: Exclude<Report, { kind: "log" | "llm-call" | "ready" | "unready" | "closed" }>): void {
     const chat = this.chats.get(report.id);
     if (chat === undefined) return;
     switch (report.kind) {

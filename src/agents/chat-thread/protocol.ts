@@ -31,13 +31,16 @@ export type Instruction =
       /** The calling RPC's trace (W3C headers), when tracing is on: the chat's spans join it. */
       trace: Record<string, string> | undefined;
     }
-  | { kind: "cancel"; id: number };
+  | { kind: "cancel"; id: number }
+  /** The server is stopping: the thread ends what it owns outside itself (Python workers), then says `closed`. */
+  | { kind: "close" };
 
 /** Thread → runner. */
 export type Report =
   /** The thread has loaded its registry and takes chats (its first message), or could not. */
   | { kind: "ready" }
   | { kind: "unready"; error: WireError }
+  | { kind: "closed" }
   /** The turn was accepted: messages follow. Or it was refused before any. */
   | { kind: "started"; id: number }
   | { kind: "refused"; id: number; error: WireError }

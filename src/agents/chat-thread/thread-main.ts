@@ -5,10 +5,9 @@ import { ChatContextSchema, ChatMessageSchema } from "../../gen/neuro_san/api/gr
 import { MimeDataSchema } from "../../gen/neuro_san/api/grpc/mime_data_pb.js";
 import { agentNotFound } from "../../errors.js";
 import { createLogger } from "../../logger.js";
-import { createAgentRuntime } from "../configured-runtime.js";
+import { createAgentRuntime, type ConfiguredRuntime } from "../configured-runtime.js";
 import { AgentRegistry } from "../registry.js";
 import type { AgentNetwork } from "../network.js";
-import type { ChatRunner } from "../chat-runner.js";
 import { Batches } from "./batches.js";
 import type { ChatThreadSettings, Instruction, Report } from "./protocol.js";
 import { toWireError } from "./wire-error.js";
@@ -42,7 +41,7 @@ await startTracing(process.env);
 const { manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile } = config;
 const chats = new Map<number, AbortController>();
 let registry: AgentRegistry;
-let runtime: ChatRunner;
+let runtime: ConfiguredRuntime;
 try {
   // No logger: the server's registry already reports the same files' problems.
   registry = await AgentRegistry.load({ manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, environment: process.env });
@@ -51,7 +50,8 @@ try {
   port.on("message", (instructions: Instruction[]) => {
     for (const instruction of instructions) {
       if (instruction.kind === "start") void runInCarriedTrace(instruction.trace, () => run(instruction));
-      else chats.get(instruction.id)?.abort();
+      else if (instruction.kind === "cancel") chats.get(instruction.id)?.abort();
+      else void runtime.close().finally(() => send({ kind: "closed" }));
     }
   });
   send({ kind: "ready" });

@@ -1,0 +1,214 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
+import type { JsonObject } from "@bufbuild/protobuf";
+import { AxonError, Code } from "../../errors.js";
+import type { Logger } from "../../logger.js";
+import { projectRoot } from "../../project-root.js";
+
+/** runner.py stays a source file: found from the checkout, whether Axon runs from src/ or from dist/. */
+export const runnerFile = path.join(projectRoot, "src", "agents", "python", "runner.py");
+
+export interface PythonSettings {
+  /** `AXON_PYTHON`: a command on PATH or a virtualenv's `bin/python`. */
+  command: string;
+  /** Where tools are imported from, first on the worker's sys.path. */
+  importRoots: string[];
+  /** How long a cancelled call may take to end before its worker is killed. */
+  cancelGraceMs: number;
+}
+
+/** One call of a Python coded tool, as runner.py's protocol carries it. */
+export interface PythonCall {
+  /** The chat whose values JSON cannot carry the worker keeps between calls. */
+  chat: string;
+  module: string;
+  file: string;
+  className: string;
+  args: JsonObject;
+  slyData: JsonObject;
+}
+
+/** What a tool changed in sly_data: applied to the chat's own dict, whether the tool answered or raised. */
+export interface SlyDataChanges {
+  set: JsonObject;
+  delete: string[];
+}
+
+export interface PythonAnswer {
+  result: string;
+  slyData: SlyDataChanges;
+}
+
+/** The tool raised: its exception's type and message for the chat; its traceback for the log only. */
+export class PythonToolError extends AxonError {
+  constructor(
+    readonly type: string,
+    message: string,
+    readonly traceback: string,
+    readonly slyData: SlyDataChanges,
+  ) {
+    super(Code.Unknown, "CODED_TOOL_RAISED", `${type}: ${message}`);
+  }
+}
+
+interface PendingCall {
+  signal: AbortSignal;
+  resolve(answer: PythonAnswer): void;
+  reject(error: Error): void;
+  progress(structure: JsonObject): void;
+  /** Set once the call was cancelled: the caller has moved on, and the worker has `cancelGraceMs` to end it. */
+  graceTimer?: NodeJS.Timeout;
+}
+
+type WorkerLine =
+  | { ready: true; python: string; neuro_san: string }
+  | { progress: number; structure: JsonObject }
+  | { done: number; result: string; sly_data: SlyDataChanges }
+  | { failed: number; type: string; message: string; traceback: string; sly_data: SlyDataChanges }
+  | { cancelled: number };
+
+/**
+ * One long-lived Python process running runner.py, many calls in flight over its pipes (one JSON line per message).
+ * When it ends, for any reason, only the calls it held fail; the pool starts another for the next call.
+ */
+export class PythonWorker {
+  private readonly calls = new Map<number, PendingCall>();
+  private lastId = 0;
+  private pending = "";
+  private outgoing: string[] = [];
+  private ended: Error | undefined;
+  /** Resolves once the process has exited. */
+  readonly exited: Promise<void>;
+  /** Chats bound to this worker (the pool balances on it). */
+  chats = 0;
+
+  constructor(
+    private readonly settings: PythonSettings,
+    private readonly logger: Logger,
+  ) {
+    const child: ChildProcess = spawn(settings.command, [runnerFile, "serve", ...settings.importRoots], { stdio: ["pipe", "pipe", "pipe"] });
+    this.child = child;
+    child.stdin!.on("error", () => {}); // a worker that died: its exit says so
+    child.stdout!.setEncoding("utf8").on("data", (chunk: string) => this.read(chunk));
+    child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
+      for (const line of chunk.split("\n")) if (line.trim() !== "") logger.info({ pythonWorker: child.pid, line }, "python worker output");
+    });
+    let startError: Error | undefined;
+    child.on("error", (error) => (startError = error));
+    this.exited = new Promise((resolve) =>
+      child.on("close", (code, signal) => {
+        const how = startError
+          ? `could not be started with ${settings.command} (${startError.message})`
+          : `exited (${signal ?? `code ${code}`})`;
+        this.end(new AxonError(Code.Unavailable, "PYTHON_WORKER_ENDED", `the Python worker ${how} before the tool answered`));
+        resolve();
+      }),
+    );
+    // An idle worker does not keep Axon running; a call in flight does.
+    this.unref();
+  }
+
+  private readonly child: ChildProcess;
+
+  get alive(): boolean {
+    return this.ended === undefined;
+  }
+
+  /** Calls in flight. */
+  get load(): number {
+    return this.calls.size;
+  }
+
+  call(call: PythonCall, progress: (structure: JsonObject) => void, signal: AbortSignal): Promise<PythonAnswer> {
+    if (this.ended) return Promise.reject(this.ended);
+    signal.throwIfAborted();
+    const id = ++this.lastId;
+    const answer = new Promise<PythonAnswer>((resolve, reject) => this.calls.set(id, { signal, resolve, reject, progress }));
+    if (this.calls.size === 1) this.ref();
+    const { chat, module, file, className, args, slyData } = call;
+    this.send({ call: id, chat, module, file, class: className, args, sly_data: slyData });
+    return answer;
+  }
+
+  /** Cancels the calls in flight under `signal` (the chat's: one listener for all its calls, see PythonChat). */
+  cancelCalls(signal: AbortSignal): void {
+    for (const [id, call] of this.calls) if (call.signal === signal) this.cancel(id, signal.reason);
+  }
+
+  endChat(chat: string): void {
+    if (!this.ended) this.send({ end_chat: chat });
+  }
+
+  /** Ends the process: closing its stdin lets it exit by itself; `kill` does not wait. */
+  async close(graceMs: number): Promise<void> {
+    this.child.stdin!.end();
+    const timer = setTimeout(() => this.kill(), graceMs);
+    await this.exited;
+    clearTimeout(timer);
+  }
+
+  kill(): void {
+    this.child.kill("SIGKILL");
+  }
+
+  /** The caller moves on at once; a worker that does not end the call within the grace period is killed. */
+  private cancel(id: number, reason: unknown): void {
+    const call = this.calls.get(id);
+    if (call === undefined || call.graceTimer !== undefined) return;
+    this.send({ cancel: id });
+    call.reject(reason instanceof Error ? reason : new Error(String(reason)));
+    call.graceTimer = setTimeout(() => {
+      this.logger.warn({ pythonWorker: this.child.pid, graceMs: this.settings.cancelGraceMs }, "a Python coded tool ignored its cancellation: killing its worker");
+      this.kill();
+    }, this.settings.cancelGraceMs);
+  }
+
+  /** Lines sent in one turn of the event loop leave in one write: a burst of calls costs one system call. */
+  private send(message: JsonObject): void {
+    if (this.outgoing.push(JSON.stringify(message)) > 1) return;
+    queueMicrotask(() => {
+      this.child.stdin!.write(`${this.outgoing.join("\n")}\n`);
+      this.outgoing = [];
+    });
+  }
+
+  private read(chunk: string): void {
+    const lines = (this.pending + chunk).split("\n");
+    this.pending = lines.pop()!;
+    for (const line of lines) this.settle(JSON.parse(line) as WorkerLine);
+  }
+
+  private settle(line: WorkerLine): void {
+    if ("ready" in line) {
+      this.logger.debug({ pythonWorker: this.child.pid, python: line.python, neuroSan: line.neuro_san }, "python worker ready");
+      return;
+    }
+    if ("progress" in line) return this.calls.get(line.progress)?.progress(line.structure);
+    const id = "done" in line ? line.done : "failed" in line ? line.failed : line.cancelled;
+    const call = this.calls.get(id);
+    if (call === undefined) return;
+    this.calls.delete(id);
+    clearTimeout(call.graceTimer);
+    if (this.calls.size === 0) this.unref();
+    if ("done" in line) call.resolve({ result: line.result, slyData: line.sly_data });
+    else if ("failed" in line) call.reject(new PythonToolError(line.type, line.message, line.traceback, line.sly_data));
+    // A cancelled call was rejected when it was cancelled.
+  }
+
+  private end(error: Error): void {
+    this.ended = error;
+    for (const call of this.calls.values()) {
+      clearTimeout(call.graceTimer);
+      call.reject(error);
+    }
+    this.calls.clear();
+  }
+
+  private ref(): void {
+    for (const handle of [this.child, this.child.stdout, this.child.stderr] as { ref?(): void }[]) handle.ref?.();
+  }
+
+  private unref(): void {
+    for (const handle of [this.child, this.child.stdout, this.child.stderr] as { unref?(): void }[]) handle.unref?.();
+  }
+}

@@ -1,0 +1,255 @@
+"""
+Axon's Python worker: runs neuro-san coded tools for the TypeScript server that started it. Standard library only.
+
+    python3 runner.py serve <import root>...   one long-lived worker, many calls in flight
+    python3 runner.py check                    reads {"files": [...], "modules": [...]} on stdin, answers one line:
+                                               {"problems": [{"file"|"module", "line"?, "message"}]}
+
+The import roots go first on sys.path (the folder holding AGENT_TOOL_PATH, so `coded_tools.math_guy.calculator`
+imports as under neuro-san); a stand-in `neuro_san.interfaces.coded_tool` goes last, so an installed neuro-san wins.
+
+The line protocol of `serve`: one JSON object per line each way, UTF-8, over the worker's stdin and stdout (what a
+tool prints goes to stderr, never into the protocol).
+
+  server -> worker
+    {"call": id, "chat": c, "module": "coded_tools.x.y", "file": "/abs/y.py", "class": "Y", "args": {}, "sly_data": {}}
+    {"cancel": id}            cancels the call's asyncio task (CancelledError inside async_invoke)
+    {"end_chat": c}           the chat is over: its values JSON cannot carry are close()d and forgotten
+  worker -> server
+    {"ready": true, "python": "3.11.7", "neuro_san": "installed" | "stand-in"}      first line
+    {"progress": id, "structure": {}, "content": ""}                               a tool's async_report_progress
+    {"done": id, "result": "text", "sly_data": {"set": {}, "delete": []}}
+    {"failed": id, "type": "ValueError", "message": "...", "traceback": "...", "sly_data": {...}}
+    {"cancelled": id}
+
+Calls of one chat come to one worker: the chat's sly_data values that JSON cannot carry (clients, connections) stay
+here, keyed by the chat, and later tools of the chat get them back in their sly_data.
+"""
+import asyncio
+import importlib
+import importlib.util
+import json
+import os
+import sys
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+
+STAND_IN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stand-in")
+INSTANTIATION_START = 1
+
+
+def set_paths(roots):
+    # The runner's own folder (sys.path[0]) is no place to import tools from.
+    del sys.path[0]
+    sys.path[0:0] = roots
+    sys.path.append(STAND_IN)
+
+
+def origin_str(origin):
+    """neuro-san's full name of an origin: tool names joined by dots, an index past the first as -NN."""
+    parts = []
+    for step in origin:
+        index = step.get("instantiation_index", INSTANTIATION_START)
+        parts.append(step["tool"] + (f"-{index:02d}" if index > INSTANTIATION_START else ""))
+    return ".".join(parts).replace("./", "/")
+
+
+def is_json(value):
+    try:
+        json.dumps(value, allow_nan=False)
+        return True
+    except (TypeError, ValueError, RecursionError):
+        return False
+
+
+def same(before, after):
+    return type(before) is type(after) and before == after
+
+
+def sly_data_changes(sent, after, private):
+    """What the tool changed in sly_data, as the server applies it; values JSON cannot carry go to `private`."""
+    changes = {"set": {}, "delete": [key for key in sent if key not in after]}
+    for key in [key for key in private if key not in after]:
+        del private[key]
+    for key, value in after.items():
+        if key in private and private[key] is value:
+            continue
+        if is_json(value):
+            private.pop(key, None)
+            if key not in sent or not same(sent[key], value):
+                changes["set"][key] = value
+        else:
+            private[key] = value
+            if key in sent:
+                changes["delete"].append(key)
+    return changes
+
+
+class ProgressReporter:
+    """What neuro-san hands a coded tool as args["progress_reporter"]: progress streamed as AGENT_PROGRESS."""
+
+    def __init__(self, worker, call_id):
+        self._worker = worker
+        self._call_id = call_id
+
+    async def async_report_progress(self, structure, content=""):
+        if structure is None:
+            return
+        if not isinstance(structure, dict):
+            raise ValueError(f"Expected dictionary, got {type(structure)}")
+        self._worker.send({"progress": self._call_id, "structure": structure, "content": content or ""})
+
+
+class Worker:
+    def __init__(self, out):
+        self.out = out
+        self.tasks = {}
+        self.chats = {}
+        self.modules = {}
+        self.flushing = False
+        self.executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="coded-tool")
+        from neuro_san.interfaces.coded_tool import CodedTool
+
+        self.coded_tool = CodedTool
+
+    def send(self, message):
+        # Lines written in one turn of the loop leave together: one write for a burst of answers.
+        self.out.write(json.dumps(message, default=str).encode("utf-8") + b"\n")
+        if not self.flushing:
+            self.flushing = True
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    def flush(self):
+        self.flushing = False
+        self.out.flush()
+
+    async def serve(self, reader):
+        while True:
+            line = await reader.readline()
+            if not line:
+                break
+            message = json.loads(line)
+            if "call" in message:
+                task = asyncio.ensure_future(self.call(message))
+                self.tasks[message["call"]] = task
+                task.add_done_callback(lambda _, call_id=message["call"]: self.finished(call_id))
+            elif "cancel" in message:
+                task = self.tasks.get(message["cancel"])
+                if task is not None:
+                    task.cancel()
+            elif "end_chat" in message:
+                self.end_chat(message["end_chat"])
+        # The server is gone: nothing will read an answer.
+        os._exit(0)
+
+    async def call(self, message):
+        call_id = message["call"]
+        private = self.chats.setdefault(message["chat"], {})
+        sent = message["sly_data"]
+        sly_data = json.loads(json.dumps(sent))
+        sly_data.update(private)
+        try:
+            tool = self.tool_class(message)()
+            if not isinstance(tool, self.coded_tool):
+                raise TypeError(f"{message['module']}.{message['class']} is not a CodedTool")
+            args = message["args"]
+            args.setdefault("origin_str", origin_str(args.get("origin") or []))
+            if args.get("progress_reporter") is None:
+                args["progress_reporter"] = ProgressReporter(self, call_id)
+            try:
+                result = await tool.async_invoke(args, sly_data)
+            except NotImplementedError:
+                loop = asyncio.get_running_loop()
+                result = await loop.run_in_executor(self.executor, tool.invoke, args, sly_data)
+        except (Exception, SystemExit) as error:
+            self.send({
+                "failed": call_id,
+                "type": type(error).__name__,
+                "message": self.describe(error),
+                "traceback": traceback.format_exc(),
+                "sly_data": sly_data_changes(sent, sly_data, private),
+            })
+            return
+        # neuro-san renders any result with f"{result}": a string as is, a dict as Python prints it.
+        self.send({"done": call_id, "result": f"{result}", "sly_data": sly_data_changes(sent, sly_data, private)})
+
+    def finished(self, call_id):
+        # A task cancelled before it even started never ran its own code: this says so in every case.
+        if self.tasks.pop(call_id).cancelled():
+            self.send({"cancelled": call_id})
+
+    def describe(self, error):
+        if isinstance(error, ImportError):
+            return f"{error} (Python {sys.executable})"
+        return str(error)
+
+    def tool_class(self, message):
+        """Imported on first call, as neuro-san imports lazily; imported again when its file changed."""
+        name = message["module"]
+        changed = os.stat(message["file"]).st_mtime_ns
+        known = self.modules.get(name)
+        if known is None or known[0] != changed:
+            module = importlib.reload(sys.modules[name]) if known is not None and name in sys.modules else importlib.import_module(name)
+            self.modules[name] = (changed, module)
+        module = self.modules[name][1]
+        if not hasattr(module, message["class"]):
+            raise AttributeError(f"module {name} has no class {message['class']}")
+        return getattr(module, message["class"])
+
+    def end_chat(self, chat):
+        for value in self.chats.pop(chat, {}).values():
+            close = getattr(value, "close", None)
+            if callable(close):
+                try:
+                    close()
+                except Exception:  # pylint: disable=broad-exception-caught
+                    traceback.print_exc()
+
+
+async def serve():
+    # The protocol keeps the real stdout; fd 1 becomes stderr, so a tool's print() cannot break a line.
+    out = os.fdopen(os.dup(1), "wb", buffering=1 << 20)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=1 << 30)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    worker = Worker(out)
+    installed = importlib.util.find_spec("neuro_san").submodule_search_locations
+    stand_in = all(os.path.dirname(location) == STAND_IN for location in installed)
+    worker.send({"ready": True, "python": sys.version.split()[0], "neuro_san": "stand-in" if stand_in else "installed"})
+    await worker.serve(reader)
+
+
+def check(request):
+    """Syntax of tool files (compiled, never run) and whether toolbox modules can be found."""
+    problems = []
+    for file in request.get("files", []):
+        try:
+            with open(file, "rb") as source:
+                compile(source.read(), file, "exec")
+        except SyntaxError as error:
+            problems.append({"file": file, "line": error.lineno, "message": f"{type(error).__name__}: {error.msg}"})
+        except OSError as error:
+            problems.append({"file": file, "message": str(error)})
+    for module in request.get("modules", []):
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            problems.append({"module": module, "message": f"No module named {module} (Python {sys.executable})"})
+    return problems
+
+
+def main():
+    command, roots = sys.argv[1], sys.argv[2:]
+    set_paths(roots)
+    if command == "check":
+        print(json.dumps({"problems": check(json.loads(sys.stdin.read()))}))
+    else:
+        asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    main()

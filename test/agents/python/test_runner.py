@@ -1,0 +1,68 @@
+"""runner.py's own pure parts, with the standard library's unittest (run by runner-python.test.ts)."""
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "src", "agents", "python"))
+import runner  # noqa: E402  pylint: disable=wrong-import-position
+
+
+class Handle:
+    def close(self):
+        pass
+
+
+class SlyDataChangesTest(unittest.TestCase):
+    def test_a_new_or_changed_json_value_is_set_and_an_unchanged_one_is_not(self):
+        private = {}
+        changes = runner.sly_data_changes({"a": 1, "b": [1]}, {"a": 1, "b": [1, 2], "c": "new"}, private)
+        self.assertEqual(changes, {"set": {"b": [1, 2], "c": "new"}, "delete": []})
+
+    def test_a_removed_key_is_deleted(self):
+        self.assertEqual(runner.sly_data_changes({"a": 1}, {}, {}), {"set": {}, "delete": ["a"]})
+
+    def test_a_value_json_cannot_carry_stays_private_and_replaces_the_json_one(self):
+        private = {}
+        handle = Handle()
+        changes = runner.sly_data_changes({"h": "old"}, {"h": handle, "n": float("nan")}, private)
+        self.assertEqual(changes, {"set": {}, "delete": ["h"]})
+        self.assertEqual(private, {"h": handle, "n": private["n"]})
+
+    def test_a_private_value_left_as_it_was_is_no_change_and_one_removed_is_forgotten(self):
+        handle = Handle()
+        private = {"h": handle, "gone": Handle()}
+        self.assertEqual(runner.sly_data_changes({}, {"h": handle}, private), {"set": {}, "delete": []})
+        self.assertEqual(private, {"h": handle})
+
+    def test_a_type_change_between_equal_values_is_a_change(self):
+        self.assertEqual(runner.sly_data_changes({"a": 1}, {"a": True}, {}), {"set": {"a": True}, "delete": []})
+
+
+class OriginStrTest(unittest.TestCase):
+    def test_names_are_joined_by_dots_with_an_index_past_the_first(self):
+        origin = [{"tool": "Front", "instantiation_index": 1}, {"tool": "Calc", "instantiation_index": 12}]
+        self.assertEqual(runner.origin_str(origin), "Front.Calc-12")
+
+    def test_a_local_external_agent_keeps_its_slash(self):
+        self.assertEqual(runner.origin_str([{"tool": "Front"}, {"tool": "/other"}]), "Front/other")
+
+
+class CheckTest(unittest.TestCase):
+    def test_a_syntax_error_names_the_file_and_line(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as source:
+            source.write("x = 1\ndef broken(:\n")
+        problems = runner.check({"files": [source.name]})
+        os.unlink(source.name)
+        self.assertEqual(len(problems), 1)
+        self.assertEqual((problems[0]["file"], problems[0]["line"]), (source.name, 2))
+        self.assertTrue(problems[0]["message"].startswith("SyntaxError: "))
+
+    def test_a_module_that_cannot_be_found_names_the_interpreter(self):
+        problems = runner.check({"modules": ["json", "surely_not_installed_anywhere.tools"]})
+        self.assertEqual([problem["module"] for problem in problems], ["surely_not_installed_anywhere.tools"])
+        self.assertIn(sys.executable, problems[0]["message"])
+
+
+if __name__ == "__main__":
+    unittest.main()
