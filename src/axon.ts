@@ -24,8 +24,8 @@ export async function startAxon(
   options: { env?: NodeJS.ProcessEnv; chats?: ChatRunner } = {},
 ): Promise<Axon> {
   const env = options.env ?? process.env;
-  const { manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile } = config;
-  const registry = new AgentRegistry({ manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, environment: env, logger });
+  const { manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, llmInfoFile } = config;
+  const registry = new AgentRegistry({ manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, llmInfoFile, environment: env, logger });
   // Chats (StreamingChat and agent.chat operations) run on a thread of their own, off the loop that serves requests.
   const chatThread = options.chats ? undefined : new ChatThread({ config, env, logger });
   const chats = options.chats ?? chatThread!;

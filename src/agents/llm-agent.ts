@@ -29,7 +29,7 @@ export class LlmAgent {
   /** Runs the conversation and returns the node's answer; `history` is what came before `input`. */
   async converse(origin: Origin[], history: LlmMessage[], input: string): Promise<string> {
     const { session, spec } = this;
-    const llm = session.services.llmFor(session.network, spec);
+    const llm = session.services.llmFor(session.network, spec, session.clientKeys);
     const tools = await this.offeredTools();
     const llmTools = [...tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters }));
     const instructions = spec.instructions ?? "";

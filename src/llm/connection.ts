@@ -20,16 +20,25 @@ export const OLLAMA_DEFAULT_HOST = "http://localhost:11434";
 export const AZURE_DEFAULT_API_VERSION = "2024-10-21";
 /** Gemini's OpenAI-compatible endpoint. */
 export const GEMINI_DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta/openai";
+/** NVIDIA's hosted models speak OpenAI's protocol here. */
+export const NVIDIA_DEFAULT_BASE_URL = "https://integrate.api.nvidia.com/v1";
+export const OPENROUTER_DEFAULT_BASE_URL = "https://openrouter.ai/api/v1";
+
+/** A request's `sly_data.llm_config`: the keys its client pays with. Holds secrets: never log it. */
+export type ClientKeys = Readonly<Record<string, unknown>>;
 
 /** Local OpenAI-compatible servers (vLLM, llama.cpp, Ollama) ignore the key, but the SDK insists on one. */
 const KEYLESS_PLACEHOLDER = "no-key-needed";
 
 /**
  * The endpoint and key of one model, from its config and the environment. Throws LLM_NOT_CONFIGURED naming the
- * missing variable, so a chat is refused before anything is streamed.
+ * missing variable, so a chat is refused before anything is streamed. A key the config takes from the client
+ * (`"openai_api_key": "sly_data"`) comes from `clientKeys` instead, and only from there.
  */
-export function connectionFor(config: ModelConfig, env: Environment): Connection {
+export function connectionFor(config: ModelConfig, env: Environment, clientKeys: ClientKeys = {}): Connection {
   const read = (name: string): string | undefined => {
+    const fromClient = config.clientKeys.find((key) => key === name.toLowerCase());
+    if (fromClient !== undefined) return clientKeyOf(fromClient, clientKeys, config);
     const value = env[name]?.trim();
     return value === undefined || value === "" ? undefined : value;
   };
@@ -55,9 +64,11 @@ export function connectionFor(config: ModelConfig, env: Environment): Connection
     case "azure-openai": {
       const endpoint = config.baseUrl ?? require("AZURE_OPENAI_ENDPOINT", "endpoint");
       const deployment = config.deployment ?? read("AZURE_OPENAI_DEPLOYMENT_NAME");
+      // LangChain's Azure class spells the client's key openai_api_key; the variable's name works too.
+      const clientKey = config.clientKeys.includes("openai_api_key") ? read("OPENAI_API_KEY") : undefined;
       return {
         baseUrl: `${endpoint.replace(/\/+$/, "")}/openai`,
-        apiKey: require("AZURE_OPENAI_API_KEY", "key"),
+        apiKey: clientKey ?? require("AZURE_OPENAI_API_KEY", "key"),
         apiVersion: config.apiVersion ?? read("OPENAI_API_VERSION") ?? AZURE_DEFAULT_API_VERSION,
         ...(deployment === undefined ? {} : { deployment }),
       };
@@ -68,6 +79,15 @@ export function connectionFor(config: ModelConfig, env: Environment): Connection
         apiKey: read("GOOGLE_API_KEY") ?? read("GEMINI_API_KEY") ?? throwNotConfigured("GOOGLE_API_KEY", "key", config),
       };
     case "nvidia":
+      return {
+        baseUrl: config.baseUrl ?? read("NVIDIA_BASE_URL") ?? NVIDIA_DEFAULT_BASE_URL,
+        apiKey: require("NVIDIA_API_KEY", "key"),
+      };
+    case "openrouter":
+      return {
+        baseUrl: config.baseUrl ?? read("OPENROUTER_API_BASE") ?? OPENROUTER_DEFAULT_BASE_URL,
+        apiKey: require("OPENROUTER_API_KEY", "key"),
+      };
     case "bedrock":
       throw new AxonError(Code.FailedPrecondition, "LLM_PROVIDER_UNSUPPORTED", "Axon cannot call this model's provider", {
         metadata: { model: config.model, provider: config.provider, supported: SUPPORTED_CLASSES.join(" ") },
@@ -85,6 +105,15 @@ export function ollamaOpenAiBaseUrl(host: string): string {
   const withScheme = /^https?:\/\//i.test(host) ? host : `http://${host}`;
   const trimmed = withScheme.replace(/\/+$/, "");
   return trimmed.endsWith("/v1") ? trimmed : `${trimmed}/v1`;
+}
+
+/** The client's key; its absence is the client's to fix, so it is INVALID_ARGUMENT naming the key, never its value. */
+function clientKeyOf(key: string, clientKeys: ClientKeys, config: ModelConfig): string {
+  const value = clientKeys[key];
+  if (typeof value === "string" && value.trim() !== "") return value.trim();
+  throw new AxonError(Code.InvalidArgument, "LLM_CLIENT_KEY_MISSING", "this agent network runs on the client's own API key. Send it in sly_data.llm_config", {
+    metadata: { key: `sly_data.llm_config.${key}`, model: config.model, provider: config.provider },
+  });
 }
 
 function throwNotConfigured(variable: string, what: "key" | "endpoint", config: ModelConfig): never {

@@ -52,6 +52,16 @@ describe("the provider a model name implies", () => {
     ["azure-gpt-4o", "gpt-4o"],
     ["gemini-3-flash", "gemini-3-flash-preview"],
     ["claude-sonnet", "claude-sonnet-4-6"],
+    // neuro-san's table: Anthropic's API wants the dated ids of the short names.
+    ["claude-3-7-sonnet", "claude-3-7-sonnet-20250219"],
+    ["claude-3-5-haiku", "claude-3-5-haiku-20241022"],
+    ["claude-sonnet-4-0", "claude-sonnet-4-20250514"],
+    ["claude-opus-4-1", "claude-opus-4-1-20250805"],
+    ["claude-sonnet-4-5", "claude-sonnet-4-5-20250929"],
+    ["claude-3-5-haiku-latest", "claude-3-5-haiku-latest"],
+    ["nvidia-deepseek-r1", "deepseek-ai/deepseek-r1"],
+    ["bedrock-us-claude-3-7-sonnet", "us.anthropic.claude-3-7-sonnet-20250219-v1:0"],
+    // OpenAI resolves its own short names.
     ["gpt-4o-mini", "gpt-4o-mini"],
   ])("%s is sent to its provider as %s", (model, providerModel) => {
     expect(resolveLlmChain({ model_name: model })[0]).toMatchObject({ model, providerModel });
@@ -73,7 +83,7 @@ describe("the provider a model name implies", () => {
   });
 
   it("a provider Axon has no client for is refused when connecting, naming the model", () => {
-    const configs: JsonObject[] = [{ model_name: "bedrock-us-claude-3-7-sonnet" }, { model_name: "x", class: "langchain_aws.ChatBedrock" }, { model_name: "nvidia-deepseek-r1" }];
+    const configs: JsonObject[] = [{ model_name: "bedrock-us-claude-3-7-sonnet" }, { model_name: "x", class: "langchain_aws.ChatBedrock" }];
     for (const config of configs) {
       const [model] = resolveLlmChain(config);
       const error = thrown(() => connectionFor(model!, { OPENAI_API_KEY: "k", AWS_ACCESS_KEY_ID: "a" }));
@@ -116,7 +126,9 @@ describe("merging the network's llm_config with an agent's", () => {
 
 describe("the chain of models an llm_config describes", () => {
   it("defaults to neuro-san's gpt-4o, not streaming, with a 120 s attempt timeout", () => {
-    expect(resolveLlmChain({})).toEqual([{ provider: "openai", model: "gpt-4o", providerModel: "gpt-4o", timeoutMs: 120_000, streaming: false }]);
+    expect(resolveLlmChain({})).toEqual([
+      { provider: "openai", model: "gpt-4o", providerModel: "gpt-4o", timeoutMs: 120_000, maxRetries: 3, streaming: false, requestFields: {}, clientKeys: [] },
+    ]);
   });
 
   it("reads temperature, max_tokens, timeout_seconds, streaming and base_url", () => {
@@ -135,8 +147,11 @@ describe("the chain of models an llm_config describes", () => {
       temperature: 0,
       maxTokens: 512,
       timeoutMs: 30_000,
+      maxRetries: 3,
       streaming: true,
       baseUrl: "http://localhost:8000/v1",
+      requestFields: {},
+      clientKeys: [],
     });
   });
 

@@ -273,7 +273,7 @@ describe("providers sharing one conversation", () => {
     openai.reset();
     anthropic.reset();
     const env = { ...openai.env, ANTHROPIC_API_KEY: "a", ANTHROPIC_BASE_URL: anthropic.baseUrl, AWS_ACCESS_KEY_ID: "aws" };
-    for (const model_name of ["bedrock-us-claude-3-7-sonnet", "nvidia-llama-3.3-70b-instruct"]) {
+    for (const model_name of ["bedrock-us-claude-3-7-sonnet"]) {
       let error: unknown;
       try {
         createLlmClient({ model_name }, env);

@@ -30,13 +30,13 @@ const send = (report: Report) => reports.push(report);
 // One log stream: records go to the server's logger, which writes them where it writes its own.
 const logger = createLogger(logLevel, { write: (record: string) => send({ kind: "log", record }) });
 
-const { manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile } = config;
+const { manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, llmInfoFile } = config;
 const chats = new Map<number, AbortController>();
 let registry: AgentRegistry;
 let runtime: ChatRunner;
 try {
   // No logger: the server's registry already reports the same files' problems.
-  registry = await AgentRegistry.load({ manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, environment: process.env });
+  registry = await AgentRegistry.load({ manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, llmInfoFile, environment: process.env });
   if (config.manifestUpdatePeriodSeconds > 0) registry.watch(config.manifestUpdatePeriodSeconds);
   runtime = createAgentRuntime(config, registry, process.env, logger);
   port.on("message", (instructions: Instruction[]) => {
