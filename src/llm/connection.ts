@@ -1,6 +1,5 @@
 import { AxonError, Code } from "../errors.js";
 import type { ModelConfig } from "./config.js";
-import { SUPPORTED_CLASSES } from "./model-names.js";
 
 export type Environment = Readonly<Record<string, string | undefined>>;
 
@@ -89,15 +88,49 @@ export function connectionFor(config: ModelConfig, env: Environment, clientKeys:
         apiKey: require("OPENROUTER_API_KEY", "key"),
       };
     case "bedrock":
-      throw new AxonError(Code.FailedPrecondition, "LLM_PROVIDER_UNSUPPORTED", "Axon cannot call this model's provider", {
-        metadata: { model: config.model, provider: config.provider, supported: SUPPORTED_CLASSES.join(" ") },
-      });
+      // Bedrock signs its requests with AWS credentials rather than sending a key.
+      throw new Error("a Bedrock model connects with bedrockConnectionFor");
     case "anthropic":
       return {
         baseUrl: config.baseUrl ?? read("ANTHROPIC_BASE_URL") ?? ANTHROPIC_DEFAULT_BASE_URL,
         apiKey: require("ANTHROPIC_API_KEY", "key"),
       };
   }
+}
+
+/** Where a Bedrock model is reached and as whom; what is absent the SDK's standard AWS chain finds. Holds secrets. */
+export interface BedrockConnection {
+  region?: string;
+  /** `endpoint_url` / `base_url`, else AWS_ENDPOINT_URL_BEDROCK_RUNTIME or AWS_ENDPOINT_URL. */
+  endpoint?: string;
+  credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
+}
+
+/**
+ * A Bedrock model's region, endpoint and credentials: from the config, the client (`"aws_access_key_id": "sly_data"`)
+ * or the given environment; what none of them sets is left to the SDK's standard chain (profiles, SSO, roles).
+ */
+export function bedrockConnectionFor(config: ModelConfig, env: Environment, clientKeys: ClientKeys = {}): BedrockConnection {
+  const read = (name: string): string | undefined => {
+    if (config.clientKeys.includes(name.toLowerCase())) return clientKeyOf(name.toLowerCase(), clientKeys, config);
+    const value = env[name]?.trim();
+    return value === undefined || value === "" ? undefined : value;
+  };
+  const region = config.region ?? read("AWS_REGION") ?? read("AWS_DEFAULT_REGION");
+  const endpoint = config.baseUrl ?? read("AWS_ENDPOINT_URL_BEDROCK_RUNTIME") ?? read("AWS_ENDPOINT_URL");
+  const accessKeyId = read("AWS_ACCESS_KEY_ID");
+  const secretAccessKey = read("AWS_SECRET_ACCESS_KEY");
+  const sessionToken = read("AWS_SESSION_TOKEN");
+  if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
+    throwNotConfigured(accessKeyId === undefined ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY", "key", config);
+  }
+  return {
+    ...(region === undefined ? {} : { region }),
+    ...(endpoint === undefined ? {} : { endpoint }),
+    ...(accessKeyId === undefined || secretAccessKey === undefined
+      ? {}
+      : { credentials: { accessKeyId, secretAccessKey, ...(sessionToken === undefined ? {} : { sessionToken }) } }),
+  };
 }
 
 /** `OLLAMA_HOST` is written like Ollama's own CLI takes it (`0.0.0.0:11434` or a URL); its OpenAI API is under /v1. */

@@ -15,8 +15,6 @@ export type ProviderClass =
   | "openrouter"
   | "bedrock";
 
-/** The providers Axon has no client for: their models are refused (LLM_PROVIDER_UNSUPPORTED), never sent elsewhere. */
-export const UNSUPPORTED_PROVIDERS: ReadonlySet<ProviderClass> = new Set(["bedrock"]);
 
 /** `class` as neuro-san writes it, or the last segment of a LangChain class path (`langchain_openai.ChatOpenAI`). */
 const CLASS_NAMES: Record<string, ProviderClass> = {
@@ -83,7 +81,7 @@ export function providerClassNamed(className: string): ProviderClass | undefined
   return CLASS_NAMES[lastSegment.toLowerCase()];
 }
 
-export const SUPPORTED_CLASSES = [...new Set(Object.values(CLASS_NAMES))].filter((provider) => !UNSUPPORTED_PROVIDERS.has(provider));
+export const SUPPORTED_CLASSES = [...new Set(Object.values(CLASS_NAMES))];
 
 /**
  * The provider a model name implies when `class` is absent. Names nobody claims go to OpenAI's protocol, which every

@@ -3,7 +3,8 @@ import { AxonError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { AnthropicMessagesClient } from "./anthropic-client.js";
 import { resolveLlmChain, type ModelConfig } from "./config.js";
-import { connectionFor, type ClientKeys, type Environment } from "./connection.js";
+import { BedrockConverseClient } from "./bedrock-client.js";
+import { bedrockConnectionFor, connectionFor, type ClientKeys, type Environment } from "./connection.js";
 import { FallbackChain, type ModelClient } from "./fallback-chain.js";
 import type { LlmClient } from "./llm.js";
 import type { LlmInfo } from "./llm-info.js";
@@ -45,8 +46,12 @@ export function createLlmClient(
 }
 
 function createModelClient(config: ModelConfig, env: Environment, clientKeys?: ClientKeys): ModelClient {
-  const connection = connectionFor(config, env, clientKeys);
-  return config.provider === "anthropic"
-    ? new AnthropicMessagesClient(config, connection)
-    : new OpenAiChatClient(config, connection);
+  switch (config.provider) {
+    case "bedrock":
+      return new BedrockConverseClient(config, bedrockConnectionFor(config, env, clientKeys));
+    case "anthropic":
+      return new AnthropicMessagesClient(config, connectionFor(config, env, clientKeys));
+    default:
+      return new OpenAiChatClient(config, connectionFor(config, env, clientKeys));
+  }
 }

@@ -1,9 +1,8 @@
-import type { JsonObject } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AxonError, Code } from "../../src/errors.js";
 import { mergeLlmConfig, resolveLlmChain } from "../../src/llm/config.js";
 import { inferProviderClass } from "../../src/llm/model-names.js";
-import { connectionFor, ollamaOpenAiBaseUrl } from "../../src/llm/connection.js";
+import { bedrockConnectionFor, connectionFor, ollamaOpenAiBaseUrl } from "../../src/llm/connection.js";
 import { createLlmClient } from "../../src/llm/providers.js";
 import { ScriptedLlm } from "../support/scripted-llm/scripted-llm.js";
 
@@ -82,15 +81,18 @@ describe("the provider a model name implies", () => {
     expect(error.metadata).toMatchObject({ class: "langchain_mystery.ChatMystery", model: "x-model" });
   });
 
-  it("a provider Axon has no client for is refused when connecting, naming the model", () => {
-    const configs: JsonObject[] = [{ model_name: "bedrock-us-claude-3-7-sonnet" }, { model_name: "x", class: "langchain_aws.ChatBedrock" }];
-    for (const config of configs) {
-      const [model] = resolveLlmChain(config);
-      const error = thrown(() => connectionFor(model!, { OPENAI_API_KEY: "k", AWS_ACCESS_KEY_ID: "a" }));
-      expect(error.code).toBe(Code.FailedPrecondition);
-      expect(error.reason).toBe("LLM_PROVIDER_UNSUPPORTED");
-      expect(error.metadata["model"]).toBe(config.model_name);
-    }
+  it("Bedrock: region and endpoint from the config or AWS's variables, keys from the variables; else the SDK's standard chain", () => {
+    const [bedrock] = resolveLlmChain({ model_name: "bedrock-us-claude-3-7-sonnet" });
+    expect(bedrockConnectionFor(bedrock!, {})).toEqual({});
+    const env = { AWS_REGION: "us-west-2", AWS_ENDPOINT_URL: "http://localstack:4566", AWS_ACCESS_KEY_ID: "AKIA1", AWS_SECRET_ACCESS_KEY: "s", AWS_SESSION_TOKEN: "t" };
+    expect(bedrockConnectionFor(bedrock!, env)).toEqual({
+      region: "us-west-2",
+      endpoint: "http://localstack:4566",
+      credentials: { accessKeyId: "AKIA1", secretAccessKey: "s", sessionToken: "t" },
+    });
+    const [configured] = resolveLlmChain({ model_name: "bedrock-us-claude-3-7-sonnet", region_name: "eu-central-1", endpoint_url: "http://vpc-endpoint" });
+    expect(bedrockConnectionFor(configured!, { ...env, AWS_ENDPOINT_URL_BEDROCK_RUNTIME: "http://other" })).toMatchObject({ region: "eu-central-1", endpoint: "http://vpc-endpoint" });
+    expect(thrown(() => bedrockConnectionFor(bedrock!, { AWS_ACCESS_KEY_ID: "AKIA1" })).metadata["variable"]).toBe("AWS_SECRET_ACCESS_KEY");
   });
 });
 

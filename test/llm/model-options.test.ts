@@ -125,6 +125,49 @@ describe("model options reach the provider's request", () => {
     expect(openai.requests.at(-1)?.credential).toBe("or-key");
   });
 
+  it.each([false, true])("Bedrock Converse: top_p and stop_sequences in inferenceConfig, model_kwargs and guardrails (streaming %s)", async (streaming) => {
+    const bedrock = await ScriptedLlm.start("bedrock");
+    try {
+      const thinking = { type: "enabled", budget_tokens: 1024 };
+      const body = await sent(
+        bedrock,
+        {
+          model_name: "bedrock-us-claude-sonnet-4",
+          max_tokens: 2000,
+          top_p: 0.9,
+          stop_sequences: ["END"],
+          model_kwargs: { thinking },
+          guardrails: { guardrailIdentifier: "gr-1", guardrailVersion: "2", trace: null },
+          beta_use_converse_api: true,
+        },
+        bedrock.env,
+        streaming,
+      );
+      expect(body).toMatchObject({
+        inferenceConfig: { maxTokens: 2000, topP: 0.9, stopSequences: ["END"] },
+        additionalModelRequestFields: { thinking },
+        guardrailConfig: { guardrailIdentifier: "gr-1", guardrailVersion: "2" },
+      });
+      expect(bedrock.requests[0]?.request).toMatchObject({ model: "us.anthropic.claude-sonnet-4-20250514-v1:0", stream: streaming });
+    } finally {
+      await bedrock.close();
+    }
+  });
+
+  it("Bedrock: AWS keys from the client sign the request; the region and endpoint come from the config", async () => {
+    const bedrock = await ScriptedLlm.start("bedrock");
+    try {
+      const config = { model_name: "bedrock-us-claude-3-7-sonnet", aws_access_key_id: "sly_data", aws_secret_access_key: "sly_data", region_name: "eu-west-1", endpoint_url: bedrock.url };
+      const clientKeys = { aws_access_key_id: "AKIACLIENTOWN0000001", aws_secret_access_key: "client-secret-never-sent" };
+      await createLlmClient(config, { AWS_ACCESS_KEY_ID: "AKIASERVER", AWS_SECRET_ACCESS_KEY: "server" }, { clientKeys }).complete({ messages: question, tools: [], signal: new AbortController().signal });
+      const [request] = bedrock.requests;
+      expect(request?.credential).toBe("AKIACLIENTOWN0000001");
+      expect(JSON.stringify(request)).not.toContain("client-secret-never-sent");
+    } finally {
+      await bedrock.close();
+    }
+  });
+
   it("Azure OpenAI: the OpenAI keys plus openai_api_type azure", async () => {
     const env = { AZURE_OPENAI_API_KEY: "z", AZURE_OPENAI_ENDPOINT: openai.url };
     const body = await sent(openai, { model_name: "azure-o3-mini", reasoning_effort: "low", openai_api_type: "azure", deployment_name: "o3" }, env);
@@ -141,6 +184,7 @@ describe("model options a provider cannot take are refused, naming the key", () 
     [{ model_name: "gpt-4o", openai_proxy: "http://proxy" }, "llm_config.openai_proxy"],
     [{ model_name: "gpt-4o", prompt_token_fraction: 0.5 }, "llm_config.prompt_token_fraction"],
     [{ model_name: "gpt-4o", mystery_knob: 1 }, "llm_config.mystery_knob"],
+    [{ model_name: "bedrock-us-claude-sonnet-4", credentials_profile_name: "dev" }, "llm_config.credentials_profile_name"],
     [{ model_name: "gpt-4o", fallbacks: [{ model_name: "claude-haiku-4-5", verbosity: "low" }] }, "fallbacks[0].verbosity"],
   ])("%j -> %s", (config, key) => {
     const error = refusal(config);
