@@ -18,7 +18,9 @@ export function llmConfigProblems(network: AgentNetwork, llmInfo?: LlmInfo): Reg
     try {
       resolveLlmChain(mergeLlmConfig(network.llmConfig, spec.llmConfig), llmInfo);
     } catch (error) {
-      if (!(error instanceof AxonError) || error.reason !== "LLM_CONFIG_INVALID") throw error;
+      // An unknown class is refused when a chat starts (LLM_PROVIDER_UNSUPPORTED): a fallback chain may skip it.
+      if (!(error instanceof AxonError)) throw error;
+      if (error.reason !== "LLM_CONFIG_INVALID") continue;
       const key = fileKeyOf(error.metadata["key"] ?? "llm_config", spec);
       const expected = error.metadata["expected"];
       const reason = `${error.message}${expected === undefined ? "" : `: must be ${expected}`}; network ${network.name} is not served`;
