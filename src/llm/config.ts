@@ -63,7 +63,7 @@ const ENDPOINT_KEYS: Record<ProviderClass, string[]> = {
  * The credentials neuro-san lets a network take from the client (`"openai_api_key": "sly_data"`): the lower-case
  * names of each provider's variables. Written with any other value they are refused: keys never live in network files.
  */
-export const CLIENT_KEYS: Record<ProviderClass, string[]> = {
+const CLIENT_KEYS: Record<ProviderClass, string[]> = {
   openai: ["openai_api_key"],
   "openai-compatible": ["openai_api_key"],
   "azure-openai": ["openai_api_key", "azure_openai_api_key"],
