@@ -1,3 +1,6 @@
+import { once } from "node:events";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { finalOf, maximal, messagesOf, restChat } from "../support/chat-protocols.js";
@@ -15,17 +18,31 @@ describe("llm_config as neuro-san networks write it, served by the built-in runt
   let gateway: ScriptedLlm;
   let server: TestServer;
   const logLines: string[] = [];
+  /** Another server's network, downstream of remote_key: it records what it is sent. */
+  const remoteBodies: string[] = [];
+  const remote = createServer((request, response) => {
+    let body = "";
+    request.on("data", (chunk: Buffer) => (body += chunk.toString()));
+    request.on("end", () => {
+      remoteBodies.push(body);
+      response.writeHead(200, { "content-type": "application/json" }).end();
+    });
+  });
 
   beforeAll(async () => {
+    remote.listen(0, "127.0.0.1");
+    await once(remote, "listening");
+    const remoteUrl = `http://127.0.0.1:${(remote.address() as AddressInfo).port}`;
     [llm, gateway] = await Promise.all([ScriptedLlm.start("openai"), ScriptedLlm.start("openai")]);
     server = await startTestServer({
-      env: { ...llm.env, AGENT_MANIFEST_FILE: path.join(fixtures, "manifest.hocon"), TEAM_GATEWAY_URL: gateway.baseUrl },
+      env: { ...llm.env, AGENT_MANIFEST_FILE: path.join(fixtures, "manifest.hocon"), TEAM_GATEWAY_URL: gateway.baseUrl, REMOTE_SERVER_URL: remoteUrl },
       logLines,
     });
   });
   afterAll(async () => {
     await server?.close();
     await Promise.all([llm?.close(), gateway?.close()]);
+    remote.close();
   });
   beforeEach(() => {
     llm.reset();
@@ -65,6 +82,17 @@ describe("llm_config as neuro-san networks write it, served by the built-in runt
       expect(JSON.stringify(llm.requests.map((request) => request.body))).not.toContain(clientKey);
       expect(logLines.length).toBeGreaterThan(0);
       expect(logLines.join("\n")).not.toContain(clientKey);
+    });
+
+    it("a network on another server gets the rest of sly_data, never the key", async () => {
+      llm.script(callingFirst(() => ({ name: "helper", arguments: { inquiry: "the band" } })));
+      const lines = await restChat(server, "remote_key", { user_message: { text: "Ask away" }, sly_data: { llm_config: { openai_api_key: clientKey }, fan: "yes" } });
+      expect(finalOf(lines)).toMatchObject({ type: "AGENT_FRAMEWORK" });
+      expect(remoteBodies).toHaveLength(1);
+      expect(JSON.parse(remoteBodies[0]!)).toMatchObject({ sly_data: { fan: "yes" } });
+      expect(remoteBodies[0]).not.toContain(clientKey);
+      expect(remoteBodies[0]).not.toContain("llm_config");
+      expect(llm.requests.map((request) => request.credential)).toEqual([clientKey, clientKey]);
     });
 
     it("without the key the chat is refused before any LLM call, naming the sly_data key and never the server's key", async () => {
