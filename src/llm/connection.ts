@@ -35,12 +35,7 @@ const KEYLESS_PLACEHOLDER = "no-key-needed";
  * (`"openai_api_key": "sly_data"`) comes from `clientKeys` instead, and only from there.
  */
 export function connectionFor(config: ModelConfig, env: Environment, clientKeys: ClientKeys = {}): Connection {
-  const read = (name: string): string | undefined => {
-    const fromClient = config.clientKeys.find((key) => key === name.toLowerCase());
-    if (fromClient !== undefined) return clientKeyOf(fromClient, clientKeys, config);
-    const value = env[name]?.trim();
-    return value === undefined || value === "" ? undefined : value;
-  };
+  const read = variableReader(config, env, clientKeys);
   const require = (name: string, what: "key" | "endpoint"): string =>
     read(name) ?? throwNotConfigured(name, what, config);
   switch (config.provider) {
@@ -111,16 +106,14 @@ export interface BedrockConnection {
  * or the given environment; what none of them sets is left to the SDK's standard chain (profiles, SSO, roles).
  */
 export function bedrockConnectionFor(config: ModelConfig, env: Environment, clientKeys: ClientKeys = {}): BedrockConnection {
-  const read = (name: string): string | undefined => {
-    if (config.clientKeys.includes(name.toLowerCase())) return clientKeyOf(name.toLowerCase(), clientKeys, config);
-    const value = env[name]?.trim();
-    return value === undefined || value === "" ? undefined : value;
-  };
+  const read = variableReader(config, env, clientKeys);
   const region = config.region ?? read("AWS_REGION") ?? read("AWS_DEFAULT_REGION");
   const endpoint = config.baseUrl ?? read("AWS_ENDPOINT_URL_BEDROCK_RUNTIME") ?? read("AWS_ENDPOINT_URL");
   const accessKeyId = read("AWS_ACCESS_KEY_ID");
   const secretAccessKey = read("AWS_SECRET_ACCESS_KEY");
-  const sessionToken = read("AWS_SESSION_TOKEN");
+  // The server's session token never goes with the client's keys.
+  const clientSigns = config.clientKeys.includes("aws_access_key_id") && !config.clientKeys.includes("aws_session_token");
+  const sessionToken = clientSigns ? undefined : read("AWS_SESSION_TOKEN");
   if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
     throwNotConfigured(accessKeyId === undefined ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY", "key", config);
   }
@@ -138,6 +131,19 @@ export function ollamaOpenAiBaseUrl(host: string): string {
   const withScheme = /^https?:\/\//i.test(host) ? host : `http://${host}`;
   const trimmed = withScheme.replace(/\/+$/, "");
   return trimmed.endsWith("/v1") ? trimmed : `${trimmed}/v1`;
+}
+
+/**
+ * Reads a variable: from the client's keys when the config takes it from the client (its lower-case name, written
+ * `"sly_data"`), else from the environment, where an empty value counts as unset.
+ */
+function variableReader(config: ModelConfig, env: Environment, clientKeys: ClientKeys): (name: string) => string | undefined {
+  return (name) => {
+    const key = name.toLowerCase();
+    if (config.clientKeys.includes(key)) return clientKeyOf(key, clientKeys, config);
+    const value = env[name]?.trim();
+    return value === undefined || value === "" ? undefined : value;
+  };
 }
 
 /** The client's key; its absence is the client's to fix, so it is INVALID_ARGUMENT naming the key, never its value. */
