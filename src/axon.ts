@@ -29,8 +29,11 @@ export async function startAxon(
   } = {},
 ): Promise<Axon> {
   const env = options.env ?? process.env;
-  const { manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile } = config;
-  const registry = new AgentRegistry({ manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, environment: env, logger, python: config.python });
+  const { manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, llmInfoFile } = config;
+  const registry = new AgentRegistry({
+    ...{ manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, llmInfoFile },
+    ...{ environment: env, logger, python: config.python },
+  });
   // Chats (StreamingChat and agent.chat operations) run on a thread of their own, off the loop that serves requests.
   const chatThread = options.chats ? undefined : new ChatThread({ config, env, logger });
   const chats = options.chats ?? chatThread!;

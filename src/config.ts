@@ -32,6 +32,8 @@ export interface Config {
   toolboxInfoFile: string | undefined;
   /** `AGENT_MCP_INFO_FILE` (or neuro-san's older `MCP_SERVERS_INFO_FILE`): headers per MCP server. */
   mcpInfoFile: string | undefined;
+  /** `AGENT_LLM_INFO_FILE`: model names and classes beyond Axon's own table. */
+  llmInfoFile: string | undefined;
   /** Largest request body or message accepted, in bytes. */
   maxRequestBytes: number;
   /** How long a connection may take to send a request's headers (and its first byte). */
@@ -77,6 +79,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = p
     credentialsFile: optionalPath(projectRoot, env.AXON_CREDENTIALS_FILE),
     toolboxInfoFile: optionalPath(projectRoot, env.AGENT_TOOLBOX_INFO_FILE),
     mcpInfoFile: optionalPath(projectRoot, env.AGENT_MCP_INFO_FILE || env.MCP_SERVERS_INFO_FILE),
+    llmInfoFile: optionalPath(projectRoot, env.AGENT_LLM_INFO_FILE),
     logLevel: env.LOG_LEVEL ?? "info",
     maxRequestBytes: integer(env, "AXON_MAX_REQUEST_BYTES", 4 * 1024 * 1024),
     headersTimeoutSeconds: integer(env, "AXON_HEADERS_TIMEOUT_SECONDS", 20, 1),

@@ -16,7 +16,8 @@ export interface Usage extends LlmUsage {
 
 /** What a session needs from the process: LLMs, coded tools, other networks. */
 export interface SessionServices {
-  llmFor(network: AgentNetwork, spec: AgentSpec): LlmClient;
+  /** `clientKeys`: the session's `sly_data.llm_config`, for networks that run on the client's own API keys. */
+  llmFor(network: AgentNetwork, spec: AgentSpec, clientKeys: JsonObject): LlmClient;
   codedTools: CodedToolLoader;
   /** The front man's function block of another network of this server, to describe `/name` to an LLM. */
   functionOf(network: string): AgentFunction | undefined;
@@ -65,6 +66,11 @@ export class ChatSession {
     private readonly sink: (message: ChatMessage) => void,
     /** How many networks deep this session runs (a network calling `/other` nests one level). */
     readonly depth = 0,
+    /**
+     * The request's `sly_data.llm_config`, taken out of its sly_data: API keys the client pays with. Only the network
+     * the client called uses them; they never reach a tool, another network, a log or the answer.
+     */
+    readonly clientKeys: JsonObject = {},
   ) {}
 
   get signal(): AbortSignal {

@@ -27,7 +27,7 @@ export function createAgentRuntime(
   const runtime = new AgentRuntime({
     registry,
     // The runtime asks for LLM clients only within a chat, and a chat starts once the providers are in.
-    createLlm: (llmConfig) => providers!.createLlmClient(llmConfig, env, { logger }),
+    createLlm: (llmConfig, context) => providers!.createLlmClient(llmConfig, env, { logger, ...context }),
     codedTools: new CodedToolLoader(config.toolPath, python),
     logger,
     maxConcurrentChats: config.maxConcurrentRequests,

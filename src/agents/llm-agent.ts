@@ -34,7 +34,7 @@ export class LlmAgent {
 
   private async conversation(origin: Origin[], history: LlmMessage[], input: string): Promise<string> {
     const { session, spec } = this;
-    const llm = session.services.llmFor(session.network, spec);
+    const llm = session.services.llmFor(session.network, spec, session.clientKeys);
     const tools = await this.offeredTools();
     const llmTools = [...tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters }));
     const instructions = spec.instructions ?? "";

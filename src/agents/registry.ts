@@ -6,7 +6,9 @@ import type { Logger } from "../logger.js";
 import { pythonImportRoots } from "./coded-tool-location.js";
 import { codedToolProblems } from "./coded-tool-problems.js";
 import { connectivityOf, functionOf, listingOf, type AgentListing, type ConnectivityEntry } from "./connectivity.js";
-import { HoconError, parseHoconFile, type Environment, type HoconOptions } from "./hocon.js";
+import { EMPTY_LLM_INFO, readLlmInfo, type LlmInfo } from "../llm/llm-info.js";
+import { HoconError, parseHoconFile, type Environment, type HoconOptions, type JsonObject } from "./hocon.js";
+import { llmConfigProblems } from "./llm-config-problems.js";
 import { loadInfoFile, locateNamedFile, type LoadedInfo } from "./info-files.js";
 import { readManifest, type ManifestEntry } from "./manifest.js";
 import { readMcpInfo, type McpInfo, type McpServerInfo } from "./mcp-client/mcp-info.js";
@@ -32,6 +34,8 @@ export interface AgentRegistryOptions {
   toolboxInfoFile?: string;
   /** `AGENT_MCP_INFO_FILE`: headers (and allowed tools) per MCP server URL. */
   mcpInfoFile?: string;
+  /** `AGENT_LLM_INFO_FILE`: model names and classes for every network; a network's `llm_info_file` extends it. */
+  llmInfoFile?: string;
 }
 
 /** One consistent view of the served networks; a reload builds a new one and swaps it in whole. */
@@ -40,14 +44,16 @@ interface Snapshot {
   networks: ReadonlyMap<string, AgentNetwork>;
   problems: readonly RegistryProblem[];
   mcpInfo: McpInfo;
+  /** Each served network's LLM info: the server's file, extended by the network's own. */
+  llmInfos: ReadonlyMap<string, LlmInfo>;
   /** Every file the snapshot was read from, with what it looked like then. */
   fingerprints: ReadonlyMap<string, string>;
 }
 
-const EMPTY: Snapshot = { networks: new Map(), problems: [], mcpInfo: new Map(), fingerprints: new Map() };
+const EMPTY: Snapshot = { networks: new Map(), problems: [], mcpInfo: new Map(), llmInfos: new Map(), fingerprints: new Map() };
 
-/** Toolbox info files named by networks, each read once per reload. */
-type NetworkToolboxes = Map<string, Promise<LoadedInfo<Toolbox>>>;
+/** Info files named by networks (`toolbox_info_file`, `llm_info_file`), each read once per reload. */
+type NetworkInfoFiles = Map<string, Promise<LoadedInfo<unknown>>>;
 
 /**
  * The agent networks this server serves, read from the manifest once and kept in memory. A broken network file is a
@@ -112,6 +118,11 @@ export class AgentRegistry {
     return this.networks()
       .filter((network) => network.mcp)
       .map(listingOf);
+  }
+
+  /** The model names and classes a served network's llm_configs resolve against. */
+  llmInfo(name: string): LlmInfo {
+    return this.snapshot.llmInfos.get(name) ?? EMPTY_LLM_INFO;
   }
 
   /** How to reach an MCP server a network uses, from AGENT_MCP_INFO_FILE. */
@@ -199,24 +210,26 @@ export class AgentRegistry {
       this.log(error.problems, "agent manifest problem; still serving the previous networks");
       // Watch the same files as they are now, so only the next edit (not this one again) triggers a reload.
       const fingerprints = await fingerprintsOf([...previous.fingerprints.keys(), this.manifestFile]);
-      this.snapshot = { networks: previous.networks, problems: error.problems, mcpInfo: previous.mcpInfo, fingerprints };
+      this.snapshot = { ...previous, problems: error.problems, fingerprints };
       return error.problems;
     }
 
-    const { toolboxInfoFile, mcpInfoFile } = this.options;
-    const [toolbox, mcpInfo] = await Promise.all([
+    const { toolboxInfoFile, mcpInfoFile, llmInfoFile } = this.options;
+    const [toolbox, mcpInfo, llmInfo] = await Promise.all([
       loadInfoFile(toolboxInfoFile, this.hoconOptions, (raw, file) => readToolboxInfo(raw, file, DEFAULT_TOOLBOX), DEFAULT_TOOLBOX),
       loadInfoFile(mcpInfoFile, this.hoconOptions, readMcpInfo, new Map() as McpInfo),
+      loadInfoFile(llmInfoFile, this.hoconOptions, (raw, file) => readLlmInfoFile(raw, file, EMPTY_LLM_INFO), EMPTY_LLM_INFO),
     ]);
     const served = manifest.entries.filter((entry) => entry.serve);
-    const networkToolboxes: NetworkToolboxes = new Map();
-    const loads = await Promise.all(served.map((entry) => this.loadNetwork(entry, toolbox.value, networkToolboxes)));
+    const networkInfoFiles: NetworkInfoFiles = new Map();
+    const loads = await Promise.all(served.map((entry) => this.loadNetwork(entry, toolbox.value, llmInfo.value, networkInfoFiles)));
 
     const networks = new Map<string, AgentNetwork>();
-    const problems: RegistryProblem[] = [...manifest.problems, ...toolbox.problems, ...mcpInfo.problems];
-    const files = new Set([...manifest.files, ...toolbox.files, ...mcpInfo.files]);
-    // A toolbox file several networks share is reported once.
-    for (const loaded of await Promise.all(networkToolboxes.values())) {
+    const llmInfos = new Map<string, LlmInfo>();
+    const problems: RegistryProblem[] = [...manifest.problems, ...toolbox.problems, ...mcpInfo.problems, ...llmInfo.problems];
+    const files = new Set([...manifest.files, ...toolbox.files, ...mcpInfo.files, ...llmInfo.files]);
+    // An info file several networks share is reported once.
+    for (const loaded of await Promise.all(networkInfoFiles.values())) {
       problems.push(...loaded.problems);
       for (const file of loaded.files) files.add(file);
     }
@@ -227,17 +240,19 @@ export class AgentRegistry {
       problems.push(...loaded.problems);
       if (loaded.network !== undefined) {
         networks.set(entry.name, loaded.network);
+        llmInfos.set(entry.name, loaded.llmInfo);
         return;
       }
       const stale = previous.networks.get(entry.name);
       if (stale !== undefined && stale.file === entry.file) {
         const unchanged = stale.public === entry.public && stale.mcp === entry.mcp;
         networks.set(entry.name, unchanged ? stale : Object.freeze({ ...stale, public: entry.public, mcp: entry.mcp }));
+        llmInfos.set(entry.name, previous.llmInfos.get(entry.name) ?? EMPTY_LLM_INFO);
         problems.push({ file: entry.file, reason: `still serving the version of ${entry.name} loaded before` });
       }
     });
 
-    this.snapshot = { networks, problems, mcpInfo: mcpInfo.value, fingerprints: await fingerprintsOf(files) };
+    this.snapshot = { networks, problems, mcpInfo: mcpInfo.value, llmInfos, fingerprints: await fingerprintsOf(files) };
     this.log(problems, "agent network problem");
     this.options.logger?.info(
       { manifest: this.manifestFile, networks: [...networks.keys()], problems: problems.length },
@@ -246,57 +261,64 @@ export class AgentRegistry {
     return problems;
   }
 
-  /** A served network comes with its warnings; a failed one with its problems. */
+  /** A served network comes with its warnings and LLM info; a failed one with its problems. */
   private async loadNetwork(
     entry: ManifestEntry,
     serverToolbox: Toolbox,
-    networkToolboxes: NetworkToolboxes,
-  ): Promise<{ network?: AgentNetwork; problems: RegistryProblem[]; files: string[] }> {
+    serverLlmInfo: LlmInfo,
+    networkInfoFiles: NetworkInfoFiles,
+  ): Promise<{ network?: AgentNetwork; llmInfo: LlmInfo; problems: RegistryProblem[]; files: string[] }> {
     let parsed;
     try {
       parsed = await parseHoconFile(entry.file, this.hoconOptions);
     } catch (error) {
       if (!(error instanceof HoconError)) throw error;
-      return { problems: [...problemsOfMissingIncludes(error.missingIncludes), problemOfHoconError(error)], files: error.files };
+      return { llmInfo: serverLlmInfo, problems: [...problemsOfMissingIncludes(error.missingIncludes), problemOfHoconError(error)], files: error.files };
     }
     const warnings = problemsOfMissingIncludes(parsed.missingIncludes);
-    const toolbox = await this.networkToolbox(entry, parsed.value["toolbox_info_file"], serverToolbox, networkToolboxes, warnings);
+    const named = (key: string) => ({ entry, key, name: parsed.value[key], networkInfoFiles, warnings });
+    const [toolbox, llmInfo] = await Promise.all([
+      this.networkInfoFile(named("toolbox_info_file"), serverToolbox, (raw, file) => readToolboxInfo(raw, file, serverToolbox)),
+      this.networkInfoFile(named("llm_info_file"), serverLlmInfo, (raw, file) => readLlmInfoFile(raw, file, serverLlmInfo)),
+    ]);
     try {
       const network = buildNetwork({ name: entry.name, file: entry.file, public: entry.public, mcp: entry.mcp, raw: parsed.value, toolbox });
+      const llmProblems = llmConfigProblems(network, llmInfo);
+      if (llmProblems.length > 0) return { llmInfo, problems: [...warnings, ...network.warnings, ...llmProblems], files: parsed.files };
       const { toolPath } = this.options;
       const codedTools =
         toolPath === undefined ? { problems: [], files: [] } : await codedToolProblems(network, path.resolve(toolPath), this.pythonImportRoots, this.pythonSyntax);
-      return { network, problems: [...warnings, ...network.warnings, ...codedTools.problems], files: [...parsed.files, ...codedTools.files] };
+      return { network, llmInfo, problems: [...warnings, ...network.warnings, ...codedTools.problems], files: [...parsed.files, ...codedTools.files] };
     } catch (error) {
       if (!(error instanceof RegistryProblemsError)) throw error;
-      return { problems: [...warnings, ...error.problems], files: parsed.files };
+      return { llmInfo, problems: [...warnings, ...error.problems], files: parsed.files };
     }
   }
 
-  /** The server's toolbox, extended by the network's `toolbox_info_file` when it names one. */
-  private async networkToolbox(
-    entry: ManifestEntry,
-    name: unknown,
-    serverToolbox: Toolbox,
-    networkToolboxes: NetworkToolboxes,
-    warnings: RegistryProblem[],
-  ): Promise<Toolbox> {
-    if (typeof name !== "string") return serverToolbox;
+  /** The server's info (toolbox, LLM info), extended by the file the network names under `key` when it names one. */
+  private async networkInfoFile<T>(
+    { entry, key, name, networkInfoFiles, warnings }: { entry: ManifestEntry; key: string; name: unknown; networkInfoFiles: NetworkInfoFiles; warnings: RegistryProblem[] },
+    serverValue: T,
+    read: (raw: JsonObject, file: string) => { value: T; problems: RegistryProblem[] },
+  ): Promise<T> {
+    if (typeof name !== "string") return serverValue;
     const { includeRoots = [], projectRoot } = this.hoconOptions;
     const located = locateNamedFile(name, [path.dirname(entry.file), ...includeRoots, ...(projectRoot === undefined ? [] : [projectRoot])]);
     if ("tried" in located) {
       warnings.push({
         file: entry.file,
-        key: "toolbox_info_file",
+        key,
         reason: `${name} was not found; looked for ${located.tried.join(", ")}`,
         severity: "warning",
       });
-      return serverToolbox;
+      return serverValue;
     }
-    let loading = networkToolboxes.get(located.file);
+    // One file per kind: a network's toolbox file is never read as another's LLM info.
+    const cacheKey = `${key}\0${located.file}`;
+    let loading = networkInfoFiles.get(cacheKey) as Promise<LoadedInfo<T>> | undefined;
     if (loading === undefined) {
-      loading = loadInfoFile(located.file, this.hoconOptions, (raw, file) => readToolboxInfo(raw, file, serverToolbox), serverToolbox);
-      networkToolboxes.set(located.file, loading);
+      loading = loadInfoFile(located.file, this.hoconOptions, read, serverValue);
+      networkInfoFiles.set(cacheKey, loading);
     }
     return (await loading).value;
   }
@@ -306,6 +328,12 @@ export class AgentRegistry {
       this.options.logger?.warn({ ...problem, problem: describeProblem(problem) }, problem.severity === "warning" ? "agent network warning" : message);
     }
   }
+}
+
+/** An LLM info file's problems are warnings: a bad entry is skipped, the rest of the file still counts. */
+function readLlmInfoFile(raw: JsonObject, file: string, extending: LlmInfo): { value: LlmInfo; problems: RegistryProblem[] } {
+  const { value, problems } = readLlmInfo(raw, extending);
+  return { value, problems: problems.map(({ key, reason }) => ({ file, key, reason, severity: "warning" as const })) };
 }
 
 /**

@@ -2,8 +2,10 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { AxonError } from "../errors.js";
 import { ChatMessage_ChatMessageType as MessageType, type ChatMessage, type Origin } from "../gen/neuro_san/api/grpc/chat_pb.js";
-import { mergeLlmConfig } from "../llm/config.js";
+import { mergeLlmConfig, takesClientKeys } from "../llm/config.js";
+import { isJsonObject } from "../json.js";
 import type { LlmClient } from "../llm/llm.js";
+import type { LlmInfo } from "../llm/llm-info.js";
 import type { Logger } from "../logger.js";
 import { AsyncQueue } from "./async-queue.js";
 import { asLlmMessages, nextChatContext, previousTurns } from "./chat-context.js";
@@ -20,8 +22,11 @@ import { traceAgent } from "../telemetry/genai-spans.js";
 
 export interface AgentRuntimeOptions {
   registry: AgentRegistry;
-  /** Creates the LLM of a node; throws FAILED_PRECONDITION when its provider has no key. */
-  createLlm: (llmConfig: JsonObject) => LlmClient;
+  /**
+   * Creates the LLM of a node; throws FAILED_PRECONDITION when its provider has no key. `clientKeys` is the request's
+   * `sly_data.llm_config`, for configs that take a key from the client; `llmInfo` the network's model names and classes.
+   */
+  createLlm: (llmConfig: JsonObject, context?: { clientKeys?: JsonObject; llmInfo?: LlmInfo }) => LlmClient;
   codedTools: CodedToolLoader;
   logger: Logger;
   /** Chats in flight at once; 0 = no limit. */
@@ -36,12 +41,13 @@ const maxNetworkDepth = 8;
 /** Runs StreamingChat turns on real agent networks. Stateless: everything of a turn lives in its session. */
 export class AgentRuntime implements ChatRunner {
   private chatsInFlight = 0;
-  private readonly llms = new Map<string, LlmClient>();
+  /** Clients by LLM info (a reload brings a new one) and config. */
+  private readonly llms = new WeakMap<LlmInfo, Map<string, LlmClient>>();
   private readonly services: SessionServices;
 
   constructor(private readonly options: AgentRuntimeOptions) {
     this.services = {
-      llmFor: (network, spec) => this.llmFor(network, spec),
+      llmFor: (network, spec, clientKeys) => this.llmFor(network, spec, clientKeys),
       codedTools: options.codedTools,
       functionOf: (name) => options.registry.get(name) && options.registry.function(name),
       runNetwork: (name, input, parent) => this.runNetwork(name, input, parent),
@@ -57,8 +63,11 @@ export class AgentRuntime implements ChatRunner {
       });
     }
     const { network } = turn;
+    // The client's own API keys leave sly_data at once, so that no tool, network, log or answer ever sees them.
+    const { llm_config: clientLlmConfig, ...slyData } = turn.slyData;
+    const clientKeys = isJsonObject(clientLlmConfig) ? clientLlmConfig : {};
     // Refuse before anything is streamed when a node's LLM cannot be reached for want of a key.
-    for (const spec of network.nodes.values()) if (isLlmNode(spec)) this.llmFor(network, spec);
+    for (const spec of network.nodes.values()) if (isLlmNode(spec)) this.llmFor(network, spec, clientKeys);
 
     const deadline = AbortSignal.timeout(network.limits.maxExecutionSeconds * 1000);
     const signal = AbortSignal.any([turn.signal, deadline]);
@@ -67,10 +76,11 @@ export class AgentRuntime implements ChatRunner {
     const mcp = new McpConnections((url) => this.options.registry.mcpServer(url), network.limits.maxExecutionSeconds * 1000);
     const python = this.options.codedTools.python.chat();
     const request = { signal, metadata: turn.metadata, usage: emptyUsage(), mcp, python };
-    const session = new ChatSession(network, structuredClone(turn.slyData), request, this.services, (message) => {
+    const emit = (message: ChatMessage) => {
       lastSent = performance.now();
       queue.push(message);
-    });
+    };
+    const session = new ChatSession(network, structuredClone(slyData), request, this.services, emit, 0, clientKeys);
     const heartbeat =
       heartbeatSeconds > 0
         ? setInterval(() => {
@@ -144,13 +154,18 @@ export class AgentRuntime implements ChatRunner {
     return this.answer(session, session.originOf([], network.frontMan.name), input.text, []);
   }
 
-  private llmFor(network: AgentNetwork, spec: AgentSpec): LlmClient {
+  private llmFor(network: AgentNetwork, spec: AgentSpec, clientKeys: JsonObject): LlmClient {
     const config = mergeLlmConfig(network.llmConfig, spec.llmConfig);
+    const llmInfo = this.options.registry.llmInfo(network.name);
+    // A client built with the client's key serves that request only: it is never kept.
+    if (takesClientKeys(config)) return this.options.createLlm(config, { clientKeys, llmInfo });
+    let llms = this.llms.get(llmInfo);
+    if (llms === undefined) this.llms.set(llmInfo, (llms = new Map()));
     const key = JSON.stringify(config);
-    let llm = this.llms.get(key);
+    let llm = llms.get(key);
     if (!llm) {
-      llm = this.options.createLlm(config);
-      this.llms.set(key, llm);
+      llm = this.options.createLlm(config, { llmInfo });
+      llms.set(key, llm);
     }
     return llm;
   }

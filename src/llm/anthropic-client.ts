@@ -1,6 +1,6 @@
 import Anthropic, { APIConnectionError, APIConnectionTimeoutError, APIError } from "@anthropic-ai/sdk";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { MAX_RETRIES, type ModelConfig } from "./config.js";
+import type { ModelConfig } from "./config.js";
 import type { Connection } from "./connection.js";
 import type { LlmClient, LlmMessage, LlmRequest, LlmResponse, LlmTool, LlmToolCall } from "./llm.js";
 import { usageWithCost } from "./prices.js";
@@ -29,7 +29,7 @@ export class AnthropicMessagesClient implements LlmClient {
     this.sdk = new Anthropic({
       apiKey: connection.apiKey,
       baseURL: connection.baseUrl,
-      maxRetries: MAX_RETRIES,
+      maxRetries: config.maxRetries,
       timeout: config.timeoutMs,
       logLevel: "off",
     });
@@ -57,6 +57,8 @@ export class AnthropicMessagesClient implements LlmClient {
       messages: toAnthropicMessages(request.messages),
       ...(request.tools.length === 0 ? {} : { tools: request.tools.map(toAnthropicTool) }),
       ...(temperature === undefined ? {} : { temperature }),
+      // Checked against Anthropic's table when the config was read (`model-options.ts`).
+      ...(this.config.requestFields as Partial<MessagesBody>),
     };
   }
 

@@ -12,10 +12,9 @@ export type ProviderClass =
   | "openai-compatible"
   | "gemini"
   | "nvidia"
+  | "openrouter"
   | "bedrock";
 
-/** The providers Axon has no client for: their models are refused (LLM_PROVIDER_UNSUPPORTED), never sent elsewhere. */
-export const UNSUPPORTED_PROVIDERS: ReadonlySet<ProviderClass> = new Set(["nvidia", "bedrock"]);
 
 /** `class` as neuro-san writes it, or the last segment of a LangChain class path (`langchain_openai.ChatOpenAI`). */
 const CLASS_NAMES: Record<string, ProviderClass> = {
@@ -35,20 +34,43 @@ const CLASS_NAMES: Record<string, ProviderClass> = {
   chatgooglegenerativeai: "gemini",
   nvidia: "nvidia",
   chatnvidia: "nvidia",
+  openrouter: "openrouter",
+  chatopenrouter: "openrouter",
   bedrock: "bedrock",
   chatbedrock: "bedrock",
   chatbedrockconverse: "bedrock",
 };
 
-/** The names in neuro-san's table that stand for another one (`use_model_name`), where the provider would not know them. */
+/**
+ * The names in neuro-san's table that stand for another one (`use_model_name`), where the provider would not know
+ * them: Anthropic's short names (its API wants dated ids), Gemini's previews, NVIDIA's and Bedrock's catalogue ids.
+ * OpenAI's short names are left as written: OpenAI's API resolves them itself.
+ */
 const MODEL_ALIASES: Record<string, string> = {
   "claude-haiku": "claude-haiku-4-5-20251001",
   "claude-sonnet": "claude-sonnet-4-6",
   "claude-opus": "claude-opus-4-7",
+  "claude-3-haiku": "claude-3-haiku-20240307",
+  "claude-3-opus": "claude-3-opus-20240229",
+  "claude-3-5-haiku": "claude-3-5-haiku-20241022",
+  "claude-3-5-sonnet": "claude-3-5-sonnet-20241022",
+  "claude-3-7-sonnet": "claude-3-7-sonnet-20250219",
+  "claude-sonnet-4-0": "claude-sonnet-4-20250514",
+  "claude-opus-4-0": "claude-opus-4-20250514",
+  "claude-opus-4-1": "claude-opus-4-1-20250805",
+  "claude-haiku-4-5": "claude-haiku-4-5-20251001",
+  "claude-sonnet-4-5": "claude-sonnet-4-5-20250929",
+  "claude-opus-4-5": "claude-opus-4-5-20251101",
   "gemini-3-pro": "gemini-3-pro-preview",
   "gemini-3-flash": "gemini-3-flash-preview",
   "gemini-3.1-pro": "gemini-3.1-pro-preview",
   "gemini-3.1-pro-customtools": "gemini-3.1-pro-preview-customtools",
+  "nvidia-llama-3.1-405b-instruct": "meta/llama-3.1-405b-instruct",
+  "nvidia-llama-3.3-70b-instruct": "meta/llama-3.3-70b-instruct",
+  "nvidia-deepseek-r1": "deepseek-ai/deepseek-r1",
+  "bedrock-us-claude-opus-4": "us.anthropic.claude-opus-4-20250514-v1:0",
+  "bedrock-us-claude-sonnet-4": "us.anthropic.claude-sonnet-4-20250514-v1:0",
+  "bedrock-us-claude-3-7-sonnet": "us.anthropic.claude-3-7-sonnet-20250219-v1:0",
 };
 
 const OLLAMA_FAMILIES =
@@ -59,7 +81,7 @@ export function providerClassNamed(className: string): ProviderClass | undefined
   return CLASS_NAMES[lastSegment.toLowerCase()];
 }
 
-export const SUPPORTED_CLASSES = [...new Set(Object.values(CLASS_NAMES))].filter((provider) => !UNSUPPORTED_PROVIDERS.has(provider));
+export const SUPPORTED_CLASSES = [...new Set(Object.values(CLASS_NAMES))];
 
 /**
  * The provider a model name implies when `class` is absent. Names nobody claims go to OpenAI's protocol, which every

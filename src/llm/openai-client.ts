@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, AzureOpenAI } from "openai";
-import { MAX_RETRIES, type ModelConfig } from "./config.js";
+import type { ModelConfig } from "./config.js";
 import type { Connection } from "./connection.js";
 import type { LlmClient, LlmMessage, LlmRequest, LlmResponse, LlmTool, LlmToolCall } from "./llm.js";
 import { usageWithCost } from "./prices.js";
@@ -27,7 +27,7 @@ export class OpenAiChatClient implements LlmClient {
     const common = {
       apiKey: connection.apiKey,
       baseURL: connection.baseUrl,
-      maxRetries: MAX_RETRIES,
+      maxRetries: config.maxRetries,
       timeout: config.timeoutMs,
       logLevel: "off" as const,
     };
@@ -38,7 +38,7 @@ export class OpenAiChatClient implements LlmClient {
             apiVersion: connection.apiVersion ?? "",
             ...(connection.deployment === undefined ? {} : { deployment: connection.deployment }),
           })
-        : new OpenAI({ ...common, organization: null, project: null, adminAPIKey: null, webhookSecret: null });
+        : new OpenAI({ ...common, organization: config.organization ?? null, project: null, adminAPIKey: null, webhookSecret: null });
   }
 
   async complete(request: LlmRequest): Promise<LlmResponse> {
@@ -63,6 +63,8 @@ export class OpenAiChatClient implements LlmClient {
       ...(request.tools.length === 0 ? {} : { tools: request.tools.map(toOpenAiTool) }),
       ...(temperature === undefined ? {} : { temperature }),
       ...(maxTokens === undefined ? {} : usesOpenAiModels ? { max_completion_tokens: maxTokens } : { max_tokens: maxTokens }),
+      // Checked against the provider's table when the config was read (`model-options.ts`).
+      ...(this.config.requestFields as Partial<CompletionBody>),
     };
   }
 

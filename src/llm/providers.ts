@@ -3,13 +3,18 @@ import { AxonError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { AnthropicMessagesClient } from "./anthropic-client.js";
 import { resolveLlmChain, type ModelConfig } from "./config.js";
-import { connectionFor, type Environment } from "./connection.js";
+import { BedrockConverseClient } from "./bedrock-client.js";
+import { bedrockConnectionFor, connectionFor, type ClientKeys, type Environment } from "./connection.js";
 import { FallbackChain, type ModelClient } from "./fallback-chain.js";
 import type { LlmClient } from "./llm.js";
+import type { LlmInfo } from "./llm-info.js";
 import { OpenAiChatClient } from "./openai-client.js";
 
-/** Why a model of a chain cannot be called at all: no key or endpoint for it, or a provider Axon has no client for. */
-const UNUSABLE = new Set(["LLM_NOT_CONFIGURED", "LLM_PROVIDER_UNSUPPORTED"]);
+/**
+ * Why a model of a chain cannot be called at all: no key or endpoint for it, a key the client should have sent, or a
+ * provider Axon has no client for.
+ */
+const UNUSABLE = new Set(["LLM_NOT_CONFIGURED", "LLM_PROVIDER_UNSUPPORTED", "LLM_CLIENT_KEY_MISSING"]);
 
 /**
  * The client for one agent's resolved `llm_config` (see `mergeLlmConfig`). Throws at once, before any request, when
@@ -20,14 +25,14 @@ const UNUSABLE = new Set(["LLM_NOT_CONFIGURED", "LLM_PROVIDER_UNSUPPORTED"]);
 export function createLlmClient(
   llmConfig: JsonObject,
   env: Environment = process.env,
-  options: { logger?: Logger } = {},
+  options: { logger?: Logger; clientKeys?: ClientKeys; llmInfo?: LlmInfo } = {},
 ): LlmClient {
-  const chain = resolveLlmChain(llmConfig);
+  const chain = resolveLlmChain(llmConfig, options.llmInfo);
   const models: ModelClient[] = [];
   const unusable: AxonError[] = [];
   for (const config of chain) {
     try {
-      models.push(createModelClient(config, env));
+      models.push(createModelClient(config, env, options.clientKeys));
     } catch (error) {
       if (!(error instanceof AxonError && UNUSABLE.has(error.reason))) throw error;
       unusable.push(error);
@@ -40,9 +45,13 @@ export function createLlmClient(
   return new FallbackChain(models, options.logger);
 }
 
-function createModelClient(config: ModelConfig, env: Environment): ModelClient {
-  const connection = connectionFor(config, env);
-  return config.provider === "anthropic"
-    ? new AnthropicMessagesClient(config, connection)
-    : new OpenAiChatClient(config, connection);
+function createModelClient(config: ModelConfig, env: Environment, clientKeys?: ClientKeys): ModelClient {
+  switch (config.provider) {
+    case "bedrock":
+      return new BedrockConverseClient(config, bedrockConnectionFor(config, env, clientKeys));
+    case "anthropic":
+      return new AnthropicMessagesClient(config, connectionFor(config, env, clientKeys));
+    default:
+      return new OpenAiChatClient(config, connectionFor(config, env, clientKeys));
+  }
 }

@@ -122,6 +122,34 @@ describe("agents that name a toolbox tool", () => {
     ]);
   });
 
+  it("the built-in toolbox names neuro-san's default tools with their kind, so Connectivity matches without an info file", () => {
+    const names = ["google_serper", "website_search", "rag_retriever", "brave_search", "ddgs_search", "get_current_date_time", "tavily_search", "bing_search", "requests_get", "requests_post", "requests_toolkit"];
+    const specs = names.map((name) => ({ name: `use_${name}`, toolbox: name }));
+    const served = buildNetwork({
+      name: "defaults",
+      file: FILE,
+      public: true,
+      mcp: true,
+      raw: { tools: [{ name: "Front", instructions: "Help.", tools: specs.map((spec) => spec.name) }, ...specs] },
+      toolbox: DEFAULT_TOOLBOX,
+    });
+    expect(connectivityOf(served).slice(1).map((entry) => [entry.origin, entry.displayAs])).toEqual([
+      ["use_google_serper", "coded_tool"],
+      ["use_website_search", "coded_tool"],
+      ["use_rag_retriever", "coded_tool"],
+      ["use_brave_search", "coded_tool"],
+      ["use_ddgs_search", "coded_tool"],
+      ["use_get_current_date_time", "coded_tool"],
+      ["use_tavily_search", "langchain_tool"],
+      ["use_bing_search", "langchain_tool"],
+      ["use_requests_get", "langchain_tool"],
+      ["use_requests_post", "langchain_tool"],
+      ["use_requests_toolkit", "langchain_tool"],
+    ]);
+    // Known to the toolbox, but not implemented by Axon: warned about as before, never "not in the toolbox".
+    expect(served.warnings.map((warning) => warning.reason).filter((reason) => reason.includes("not in the toolbox"))).toEqual([]);
+  });
+
   it("a toolbox tool cannot front a network, nor have tools of its own", () => {
     expect(problemsOf([{ name: "Front", toolbox: "search" }])).toEqual([
       { file: FILE, key: "tools[0].toolbox", reason: "the front man cannot be a toolbox tool: there is no valid front man" },

@@ -17,14 +17,16 @@ import { callingFirst } from "../support/tool-script.js";
 describe("a neuro-san-studio checkout", () => {
   let checkout: string;
   let llm: ScriptedLlm;
+  let bedrock: ScriptedLlm;
   let server: TestServer;
   beforeAll(async () => {
     checkout = mkdtempSync(path.join(os.tmpdir(), "axon-studio-"));
     cpSync(path.join(projectRoot, "test/fixtures/studio"), checkout, { recursive: true });
-    llm = await ScriptedLlm.start("openai");
+    [llm, bedrock] = await Promise.all([ScriptedLlm.start("openai"), ScriptedLlm.start("bedrock")]);
     server = await startTestServer({
       env: {
         ...llm.env,
+        ...bedrock.env,
         AGENT_MANIFEST_FILE: path.join(checkout, "registries/manifest.hocon"),
         AGENT_TOOL_PATH: path.join(checkout, "coded_tools"),
         STUDIO_FALLBACK_MODEL: "gpt-4o-mini",
@@ -34,10 +36,13 @@ describe("a neuro-san-studio checkout", () => {
   });
   afterAll(async () => {
     await server?.close();
-    await llm?.close();
+    await Promise.all([llm?.close(), bedrock?.close()]);
     rmSync(checkout, { recursive: true, force: true });
   });
-  beforeEach(() => llm.reset());
+  beforeEach(() => {
+    llm.reset();
+    bedrock.reset();
+  });
 
   it("serves every network of its sub-manifests, named by their paths, with only warnings to report", async () => {
     const listed = (await (await fetch(`${server.url}/api/v1/list`)).json()) as Json;
@@ -80,13 +85,10 @@ describe("a neuro-san-studio checkout", () => {
     ]);
   });
 
-  it("a model only Bedrock serves is refused before the chat starts, naming it, and nothing is sent to any LLM", async () => {
-    const [refused] = await restChat(server, "industry/legacy_bedrock", { user_message: { text: "hi" } });
-    expect(refused).toMatchObject({
-      http_status: 400,
-      code: 9,
-      details: [expect.objectContaining({ reason: "LLM_PROVIDER_UNSUPPORTED", metadata: expect.objectContaining({ model: "bedrock-us-claude-3-7-sonnet" }) })],
-    });
+  it("a model only Bedrock serves goes to Bedrock's Converse API under neuro-san's model id, and nowhere else", async () => {
+    const lines = await restChat(server, "industry/legacy_bedrock", { user_message: { text: "hi" } });
+    expect(finalOf(lines)).toMatchObject({ type: "AGENT_FRAMEWORK", text: expect.stringContaining("Answer") });
+    expect(bedrock.requests.map((request) => request.request.model)).toEqual(["us.anthropic.claude-3-7-sonnet-20250219-v1:0"]);
     expect(llm.requests).toHaveLength(0);
   });
 });

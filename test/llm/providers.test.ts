@@ -5,9 +5,16 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { AxonError, Code } from "../../src/errors.js";
 import type { LlmMessage, LlmTool } from "../../src/llm/llm.js";
 import { createLlmClient } from "../../src/llm/providers.js";
-import { SCRIPTED_API_KEY, ScriptedLlm, type ScriptedKind } from "../support/scripted-llm/scripted-llm.js";
+import { SCRIPTED_API_KEY, SCRIPTED_AWS_ACCESS_KEY_ID, ScriptedLlm, type ScriptedKind } from "../support/scripted-llm/scripted-llm.js";
 
-const MODELS: Record<ScriptedKind, string> = { openai: "gpt-4o-mini", anthropic: "claude-3-5-haiku-latest" };
+const MODELS: Record<ScriptedKind, string> = {
+  openai: "gpt-4o-mini",
+  anthropic: "claude-3-5-haiku-latest",
+  bedrock: "us.anthropic.claude-3-7-sonnet-20250219-v1:0",
+};
+
+/** List prices per million tokens [input, output]; Axon's table has none for Bedrock's ids. */
+const PRICES: Record<ScriptedKind, [number, number]> = { openai: [0.15, 0.6], anthropic: [0.8, 4], bedrock: [0, 0] };
 
 const calculator: LlmTool = {
   name: "calculator",
@@ -43,7 +50,7 @@ async function failure(promise: Promise<unknown>): Promise<AxonError> {
   return error as AxonError;
 }
 
-describe.each(["openai", "anthropic"] as const)("the %s provider against its scripted server", (kind) => {
+describe.each(["openai", "anthropic", "bedrock"] as const)("the %s provider against its scripted server", (kind) => {
   let server: ScriptedLlm;
   let backup: ScriptedLlm;
   const model = MODELS[kind];
@@ -70,7 +77,7 @@ describe.each(["openai", "anthropic"] as const)("the %s provider against its scr
       expect(response.text).toBe("Seven, surely.");
       expect(response.toolCalls).toEqual([]);
       expect(response.model).toBe(model);
-      const perMillion = kind === "openai" ? [0.15, 0.6] : [0.8, 4];
+      const perMillion = PRICES[kind];
       expect(response.usage).toEqual({
         promptTokens: 1000,
         completionTokens: 500,
@@ -114,6 +121,11 @@ describe.each(["openai", "anthropic"] as const)("the %s provider against its scr
     await client({ temperature: 0.2, max_tokens: 300 }).complete({ messages: question, tools: [], signal: live() });
     await client().complete({ messages: question, tools: [], signal: live() });
     const [configured, plain] = server.requests.map((request) => request.body);
+    if (kind === "bedrock") {
+      expect(configured?.["inferenceConfig"]).toEqual({ temperature: 0.2, maxTokens: 300 });
+      expect(plain?.["inferenceConfig"]).toEqual({});
+      return;
+    }
     expect(configured?.["temperature"]).toBe(0.2);
     expect(plain?.["temperature"]).toBeUndefined();
     if (kind === "openai") {
@@ -127,7 +139,9 @@ describe.each(["openai", "anthropic"] as const)("the %s provider against its scr
 
   it("sends the key from the environment", async () => {
     await client().complete({ messages: question, tools: [], signal: live() });
-    expect(server.requests[0]?.credential).toBe(SCRIPTED_API_KEY);
+    // Bedrock signs with the secret and sends only the access key id.
+    expect(server.requests[0]?.credential).toBe(kind === "bedrock" ? SCRIPTED_AWS_ACCESS_KEY_ID : SCRIPTED_API_KEY);
+    expect(JSON.stringify(server.requests[0]?.body)).not.toContain(SCRIPTED_API_KEY);
   });
 
   it("retries a 500 and a 429, then succeeds", async () => {
@@ -269,14 +283,14 @@ describe("providers sharing one conversation", () => {
     }
   });
 
-  it("refuses a model whose provider Axon cannot call, naming it, and sends nothing anywhere", () => {
+  it("refuses a model whose class Axon does not know, naming it, and sends nothing anywhere", () => {
     openai.reset();
     anthropic.reset();
     const env = { ...openai.env, ANTHROPIC_API_KEY: "a", ANTHROPIC_BASE_URL: anthropic.baseUrl, AWS_ACCESS_KEY_ID: "aws" };
-    for (const model_name of ["bedrock-us-claude-3-7-sonnet", "nvidia-llama-3.3-70b-instruct"]) {
+    for (const model_name of ["vertex-gemini"]) {
       let error: unknown;
       try {
-        createLlmClient({ model_name }, env);
+        createLlmClient({ model_name, class: "langchain_google_vertexai.ChatVertexAI" }, env);
       } catch (thrown) {
         error = thrown;
       }
@@ -290,7 +304,7 @@ describe("providers sharing one conversation", () => {
     openai.reset();
     const lines: string[] = [];
     const logger = pino(new Writable({ write: (chunk: Buffer, _encoding, done) => (lines.push(chunk.toString()), done()) }));
-    const chain = { fallbacks: [{ model_name: "claude-sonnet-4-5" }, { model_name: "gemini-2.5-flash" }, { model_name: "bedrock-us-claude-sonnet-4" }, { model_name: "gpt-4o-mini" }] };
+    const chain = { fallbacks: [{ model_name: "claude-sonnet-4-5" }, { model_name: "gemini-2.5-flash" }, { model_name: "nvidia-llama-3.3-70b-instruct" }, { model_name: "gpt-4o-mini" }] };
     const llm = createLlmClient(chain, openai.env, { logger });
     expect(llm.description).toBe("openai gpt-4o-mini");
     expect((await llm.complete({ messages: question, tools: [], signal: live() })).model).toBe("gpt-4o-mini");
@@ -298,7 +312,7 @@ describe("providers sharing one conversation", () => {
     expect(skipped.map((line) => [line["model"], line["reason"], line["variable"] ?? null])).toEqual([
       ["claude-sonnet-4-5", "LLM_NOT_CONFIGURED", "ANTHROPIC_API_KEY"],
       ["gemini-2.5-flash", "LLM_NOT_CONFIGURED", "GOOGLE_API_KEY"],
-      ["bedrock-us-claude-sonnet-4", "LLM_PROVIDER_UNSUPPORTED", null],
+      ["nvidia-llama-3.3-70b-instruct", "LLM_NOT_CONFIGURED", "NVIDIA_API_KEY"],
     ]);
     expect(lines.join("")).not.toContain(SCRIPTED_API_KEY);
   });

@@ -38,13 +38,13 @@ onLlmCall((record) => send({ kind: "llm-call", record }));
 // The thread exports its own spans (the SDK is per thread), under the trace each chat's start carries.
 await startTracing(process.env);
 
-const { manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile } = config;
+const { manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, llmInfoFile } = config;
 const chats = new Map<number, AbortController>();
 let registry: AgentRegistry;
 let runtime: ConfiguredRuntime;
 try {
   // No logger: the server's registry already reports the same files' problems.
-  registry = await AgentRegistry.load({ manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, environment: process.env });
+  registry = await AgentRegistry.load({ manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, llmInfoFile, environment: process.env });
   if (config.manifestUpdatePeriodSeconds > 0) registry.watch(config.manifestUpdatePeriodSeconds);
   runtime = createAgentRuntime(config, registry, process.env, logger);
   port.on("message", (instructions: Instruction[]) => {

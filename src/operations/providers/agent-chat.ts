@@ -54,6 +54,10 @@ export class AgentChatProvider implements Provider {
     }
     const slyData = args["sly_data"];
     if (slyData !== undefined && !isJsonObject(slyData)) violate("arguments.sly_data", "must be an object");
+    // Client API keys (neuro-san's sly_data.llm_config) would be stored with the operation's arguments.
+    if (isJsonObject(slyData) && "llm_config" in slyData) {
+      violate("arguments.sly_data.llm_config", "API keys are not accepted in an operation, whose arguments are stored; send them over StreamingChat");
+    }
     return violations;
   }
 

@@ -92,6 +92,12 @@ describe("agent.chat", () => {
       expect(fields({ network: "greeter" }, { text: "hi", sly_data: [1] })).toEqual(["arguments.sly_data"]);
       expect(fields({ network: "greeter", region: "eu" }, { text: "hi", chat_context: {} })).toEqual(["target.region", "arguments.chat_context"]);
     });
+
+    it("refuses the client's own API keys (sly_data.llm_config): an operation's arguments are stored", () => {
+      const violations = provider().validate({ network: "greeter" }, { text: "hi", sly_data: { llm_config: { openai_api_key: "sk-client" } } });
+      expect(violations.map((violation) => violation.field)).toEqual(["arguments.sly_data.llm_config"]);
+      expect(JSON.stringify(violations)).not.toContain("sk-client");
+    });
   });
 
   describe("presentation", () => {

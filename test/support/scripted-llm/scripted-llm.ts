@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { anthropicWire } from "./anthropic-wire.js";
+import { bedrockWire } from "./bedrock-wire.js";
 import { openAiWire } from "./openai-wire.js";
 import { defaultReply, type Reply, type ScriptedRequest, type ScriptHandler } from "./script.js";
 import { isObject, writeJson, type Wire } from "./wire.js";
@@ -10,7 +11,7 @@ import { isObject, writeJson, type Wire } from "./wire.js";
 export type { Reply, ScriptedRequest, ScriptHandler } from "./script.js";
 export { defaultReply } from "./script.js";
 
-export type ScriptedKind = "openai" | "anthropic";
+export type ScriptedKind = "openai" | "anthropic" | "bedrock";
 
 /** The key the scripted servers' `env` hands out; tests check that it never shows up in errors or logs. */
 export const SCRIPTED_API_KEY = "sk-scripted-0123456789-secret";
@@ -31,10 +32,14 @@ export interface RecordedRequest {
   traceparent?: string;
 }
 
-const WIRES: Record<ScriptedKind, Wire> = { openai: openAiWire, anthropic: anthropicWire };
+const WIRES: Record<ScriptedKind, Wire> = { openai: openAiWire, anthropic: anthropicWire, bedrock: bedrockWire };
+
+/** The AWS access key id the Bedrock stand-in's `env` hands out; its secret is SCRIPTED_API_KEY. */
+export const SCRIPTED_AWS_ACCESS_KEY_ID = "AKIASCRIPTED0000TEST";
 
 /**
- * A real HTTP server on 127.0.0.1 speaking OpenAI chat completions or Anthropic Messages, JSON and streamed.
+ * A real HTTP server on 127.0.0.1 speaking OpenAI chat completions, Anthropic Messages or Bedrock's Converse, JSON
+ * and streamed.
  * Answers come from, in order: failures queued by `failNext`, a `hold`, replies queued by `enqueue`, then the
  * script (`defaultReply` unless `script()` replaced it).
  */
@@ -71,9 +76,19 @@ export class ScriptedLlm {
 
   /** Environment variables that point Axon's LLM layer at this server. */
   get env(): Record<string, string> {
-    return this.kind === "openai"
-      ? { OPENAI_API_KEY: SCRIPTED_API_KEY, OPENAI_BASE_URL: this.baseUrl }
-      : { ANTHROPIC_API_KEY: SCRIPTED_API_KEY, ANTHROPIC_BASE_URL: this.baseUrl };
+    switch (this.kind) {
+      case "openai":
+        return { OPENAI_API_KEY: SCRIPTED_API_KEY, OPENAI_BASE_URL: this.baseUrl };
+      case "anthropic":
+        return { ANTHROPIC_API_KEY: SCRIPTED_API_KEY, ANTHROPIC_BASE_URL: this.baseUrl };
+      case "bedrock":
+        return {
+          AWS_ACCESS_KEY_ID: SCRIPTED_AWS_ACCESS_KEY_ID,
+          AWS_SECRET_ACCESS_KEY: SCRIPTED_API_KEY,
+          AWS_REGION: "us-east-1",
+          AWS_ENDPOINT_URL_BEDROCK_RUNTIME: this.url,
+        };
+    }
   }
 
   /** Replaces the script for every later request (until `reset`). */
@@ -136,7 +151,7 @@ export class ScriptedLlm {
       writeJson(response, 400, wire.errorBody(400));
       return;
     }
-    const request = wire.parse(body);
+    const request = wire.parse(body, new URL(path, this.url).pathname);
     const credential = wire.credential(incoming.headers);
     const recorded: RecordedRequest = {
       path,
@@ -159,7 +174,10 @@ export class ScriptedLlm {
     const failure = this.failures.shift();
     if (failure !== undefined) {
       recorded.status = failure.status;
-      writeJson(response, failure.status, wire.errorBody(failure.status, credential), { "retry-after-ms": String(failure.retryAfterMs) });
+      writeJson(response, failure.status, wire.errorBody(failure.status, credential), {
+        "retry-after-ms": String(failure.retryAfterMs),
+        ...wire.errorHeaders?.(failure.status),
+      });
       return;
     }
     if (this.holds > 0) {

@@ -6,11 +6,14 @@ import type { Reply, ScriptedRequest } from "./script.js";
 export interface Wire {
   matches(pathname: string): boolean;
   credential(headers: IncomingHttpHeaders): string | undefined;
-  parse(body: JsonObject): ScriptedRequest;
+  /** `pathname` carries what some APIs put in the path (Bedrock: the model, and whether to stream). */
+  parse(body: JsonObject, pathname: string): ScriptedRequest;
   /** Writes the whole reply, as one JSON body or as server-sent events when the request asked to stream. */
   write(response: ServerResponse, reply: Reply, request: ScriptedRequest, body: JsonObject, serial: number): void;
   /** Like the real APIs, a 401 quotes the key it got: tests prove Axon never passes provider text on. */
   errorBody(status: number, credential?: string): JsonObject;
+  /** Headers an error carries besides its body (Bedrock names the error's type in one). */
+  errorHeaders?(status: number): Record<string, string>;
 }
 
 export function writeJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
