@@ -26,6 +26,10 @@ export interface Config {
   toolboxInfoFile: string | undefined;
   /** `AGENT_MCP_INFO_FILE` (or neuro-san's older `MCP_SERVERS_INFO_FILE`): headers per MCP server. */
   mcpInfoFile: string | undefined;
+  /** `AGENT_MCP_ENABLE`: neuro-san's MCP service at `/mcp` (default on). */
+  mcpEnable: boolean;
+  /** `AGENT_MCP_ONLY`: `/mcp` without neuro-san's own API (AgentService, ConciergeService on every transport). */
+  mcpOnly: boolean;
   /** Largest request body or message accepted, in bytes. */
   maxRequestBytes: number;
   /** How long a connection may take to send a request's headers (and its first byte). */
@@ -68,6 +72,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = p
     credentialsFile: optionalPath(projectRoot, env.AXON_CREDENTIALS_FILE),
     toolboxInfoFile: optionalPath(projectRoot, env.AGENT_TOOLBOX_INFO_FILE),
     mcpInfoFile: optionalPath(projectRoot, env.AGENT_MCP_INFO_FILE || env.MCP_SERVERS_INFO_FILE),
+    mcpEnable: boolean(env, "AGENT_MCP_ENABLE", true) || boolean(env, "AGENT_MCP_ONLY", false),
+    mcpOnly: boolean(env, "AGENT_MCP_ONLY", false),
     logLevel: env.LOG_LEVEL ?? "info",
     maxRequestBytes: integer(env, "AXON_MAX_REQUEST_BYTES", 4 * 1024 * 1024),
     headersTimeoutSeconds: integer(env, "AXON_HEADERS_TIMEOUT_SECONDS", 20, 1),
@@ -89,6 +95,14 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0
     throw new Error(`${name} must be an integer of at least ${min}, got ${JSON.stringify(raw)}`);
   }
   return value;
+}
+
+function boolean(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === "") return fallback;
+  if (["true", "1", "yes", "on"].includes(raw)) return true;
+  if (["false", "0", "no", "off"].includes(raw)) return false;
+  throw new Error(`${name} must be true or false, got ${JSON.stringify(env[name])}`);
 }
 
 function optionalPath(projectRoot: string, value: string | undefined): string | undefined {

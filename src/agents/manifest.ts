@@ -19,6 +19,8 @@ export interface ManifestEntry {
   public: boolean;
   /** Offered as a tool by Axon's MCP server; `mcp: true` implies `public`. */
   mcp: boolean;
+  /** `mcp_name` (or `mcp.name`): the MCP tool name instead of the one derived from `name`; it turns `mcp` on. */
+  mcpName?: string;
 }
 
 export interface Manifest {
@@ -32,7 +34,7 @@ export interface Manifest {
 }
 
 const NETWORK_FILE = /\.(hocon|conf|json)$/i;
-const SWITCHES = ["serve", "public", "mcp"];
+const SWITCHES = ["serve", "public", "mcp", "mcp_name"];
 /** neuro-san keys Axon reads as switches' relatives but does not act on. */
 const IGNORED_SWITCHES = ["periodic"];
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
@@ -72,7 +74,15 @@ export async function readManifest(manifestFile: string, options: HoconOptions =
       continue;
     }
     seen.set(name, entry);
-    entries.push({ name, entry, file: path.resolve(path.dirname(file), entry), serve: switches.serve, public: switches.public, mcp: switches.mcp });
+    entries.push({
+      name,
+      entry,
+      file: path.resolve(path.dirname(file), entry),
+      serve: switches.serve,
+      public: switches.public,
+      mcp: switches.mcp,
+      ...(switches.mcpName === undefined ? {} : { mcpName: switches.mcpName }),
+    });
   }
   return { file, entries, problems, files: parsed.files };
 }
@@ -115,6 +125,7 @@ interface ServingSwitches {
   serve: boolean;
   public: boolean;
   mcp: boolean;
+  mcpName?: string;
   warnings: string[];
 }
 
@@ -126,11 +137,14 @@ function servingSwitches(value: JsonValue): ServingSwitches | string {
   if (typeof serve !== "boolean" || typeof listed !== "boolean") return "serve and public must be true or false";
   const mcp = mcpSwitch(value["mcp"]);
   if (typeof mcp === "string") return mcp;
+  const mcpName = value["mcp_name"] ?? (isJsonObject(value["mcp"]) ? value["mcp"]["name"] : undefined);
+  if (mcpName !== undefined && (typeof mcpName !== "string" || mcpName === "")) return "mcp_name must be a non-empty string";
   const warnings = Object.keys(value)
     .filter((key) => !SWITCHES.includes(key))
     .map((key) => `${key} is ${IGNORED_SWITCHES.includes(key) ? "not supported by Axon" : "not a manifest key"}; ignored`);
-  // A tool nobody may list would be pointless: mcp implies public.
-  return { serve, public: listed || mcp === true, mcp: mcp ?? listed, warnings };
+  // A tool nobody may list would be pointless: mcp implies public. Naming the tool asks for it, unless mcp says no.
+  const offered = mcp ?? (mcpName !== undefined || listed);
+  return { serve, public: listed || offered, mcp: offered, ...(mcpName === undefined ? {} : { mcpName }), warnings };
 }
 
 /** neuro-san's `mcp` is a boolean or `{enable, name}` (writing the object turns it on). */

@@ -9,6 +9,7 @@ import { HoconError, parseHoconFile, type Environment, type HoconOptions } from 
 import { loadInfoFile, locateNamedFile, type LoadedInfo } from "./info-files.js";
 import { readManifest, type ManifestEntry } from "./manifest.js";
 import { readMcpInfo, type McpInfo, type McpServerInfo } from "./mcp-client/mcp-info.js";
+import { nameMcpTools } from "./mcp-tool-names.js";
 import { buildNetwork, type AgentFunction, type AgentNetwork } from "./network.js";
 import { RegistryProblemsError, describeProblem, problemOfHoconError, problemsOfMissingIncludes, type RegistryProblem } from "./problem.js";
 import { DEFAULT_TOOLBOX } from "./toolbox/default-toolbox.js";
@@ -36,11 +37,21 @@ interface Snapshot {
   networks: ReadonlyMap<string, AgentNetwork>;
   problems: readonly RegistryProblem[];
   mcpInfo: McpInfo;
+  /** Network name -> its MCP tool name, for the networks offered over MCP. */
+  mcpToolNames: ReadonlyMap<string, string>;
   /** Every file the snapshot was read from, with what it looked like then. */
   fingerprints: ReadonlyMap<string, string>;
 }
 
-const EMPTY: Snapshot = { networks: new Map(), problems: [], mcpInfo: new Map(), fingerprints: new Map() };
+const EMPTY: Snapshot = { networks: new Map(), problems: [], mcpInfo: new Map(), mcpToolNames: new Map(), fingerprints: new Map() };
+
+/**
+ * A network offered as an MCP tool, under the name neuro-san would give it. Its description is the front man's function
+ * description, as neuro-san describes the tool (the network's metadata description when the front man has none).
+ */
+export interface McpListing extends AgentListing {
+  toolName: string;
+}
 
 /** Toolbox info files named by networks, each read once per reload. */
 type NetworkToolboxes = Map<string, Promise<LoadedInfo<Toolbox>>>;
@@ -98,11 +109,18 @@ export class AgentRegistry {
       .map(listingOf);
   }
 
-  /** The networks Axon's MCP server offers as tools: public ones, unless the manifest says `mcp: false`. */
-  listMcp(): AgentListing[] {
-    return this.networks()
-      .filter((network) => network.mcp)
-      .map(listingOf);
+  /**
+   * The networks Axon's MCP server offers as tools, in manifest order: public ones unless the manifest says
+   * `mcp: false`, less those whose tool name another network holds.
+   */
+  listMcp(): McpListing[] {
+    const { mcpToolNames } = this.snapshot;
+    return this.networks().flatMap((network) => {
+      const toolName = mcpToolNames.get(network.name);
+      if (toolName === undefined) return [];
+      const listing = listingOf(network);
+      return [{ ...listing, description: functionOf(network).description || listing.description, toolName }];
+    });
   }
 
   /** How to reach an MCP server a network uses, from AGENT_MCP_INFO_FILE. */
@@ -190,7 +208,7 @@ export class AgentRegistry {
       this.log(error.problems, "agent manifest problem; still serving the previous networks");
       // Watch the same files as they are now, so only the next edit (not this one again) triggers a reload.
       const fingerprints = await fingerprintsOf([...previous.fingerprints.keys(), this.manifestFile]);
-      this.snapshot = { networks: previous.networks, problems: error.problems, mcpInfo: previous.mcpInfo, fingerprints };
+      this.snapshot = { ...previous, problems: error.problems, fingerprints };
       return error.problems;
     }
 
@@ -228,7 +246,16 @@ export class AgentRegistry {
       }
     });
 
-    this.snapshot = { networks, problems, mcpInfo: mcpInfo.value, fingerprints: await fingerprintsOf(files) };
+    const offered = served.filter((entry) => entry.mcp && networks.has(entry.name));
+    const publicNetworks = new Set([...networks.values()].filter((network) => network.public).map((network) => network.name));
+    const mcpNaming = nameMcpTools(
+      offered.map((entry) => ({ name: entry.name, manifestFile: manifest.file, ...(entry.mcpName === undefined ? {} : { mcpName: entry.mcpName }) })),
+      publicNetworks,
+    );
+    problems.push(...mcpNaming.problems);
+    const mcpToolNames = new Map([...mcpNaming.tools].map(([toolName, network]) => [network, toolName]));
+
+    this.snapshot = { networks, problems, mcpInfo: mcpInfo.value, mcpToolNames, fingerprints: await fingerprintsOf(files) };
     this.log(problems, "agent network problem");
     this.options.logger?.info(
       { manifest: this.manifestFile, networks: [...networks.keys()], problems: problems.length },

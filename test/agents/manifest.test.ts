@@ -62,6 +62,21 @@ describe("the manifest", () => {
     ]);
   });
 
+  it("reads mcp_name (or mcp.name) as the MCP tool name, and naming the tool offers it unless mcp is false", async () => {
+    const manifest = await manifestOf(`{
+      "named.hocon": {public: false, mcp_name: "greeter"}
+      "object.hocon": {mcp: {name: "other"}}
+      "refused.hocon": {mcp: false, mcp_name: "nobody"}
+      "empty.hocon": {mcp_name: ""}
+    }`);
+    expect(manifest.entries.map(({ name, public: isPublic, mcp, mcpName }) => [name, isPublic, mcp, mcpName])).toEqual([
+      ["named", true, true, "greeter"],
+      ["object", true, true, "other"],
+      ["refused", true, false, "nobody"],
+    ]);
+    expect(manifest.problems.map((problem) => [problem.key, problem.reason])).toEqual([["empty.hocon", "mcp_name must be a non-empty string"]]);
+  });
+
   it("reads the mcp key: false keeps a public network off Axon's MCP tools, true makes it public", async () => {
     const manifest = await manifestOf(`{
       "listed.hocon": {serve: true}

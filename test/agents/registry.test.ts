@@ -279,6 +279,30 @@ describe("networks offered as MCP tools", () => {
   });
 });
 
+describe("MCP tool names", () => {
+  it("are neuro-san's safe names or mcp_name; a network whose name another holds is left out, with a problem", async () => {
+    const agents = await loadRegistry({
+      "registries/manifest.hocon": `"deep/math.hocon": true
+"deep__math.hocon": true
+"named.hocon": {mcp_name: "greeter"}
+"open.hocon": true`,
+      "registries/deep/math.hocon": smallNetwork("Math"),
+      "registries/deep__math.hocon": smallNetwork("Flat"),
+      "registries/named.hocon": smallNetwork("Named"),
+      "registries/open.hocon": smallNetwork("Open"),
+    });
+    expect(agents.listMcp().map(({ agentName, toolName }) => [agentName, toolName])).toEqual([
+      ["deep__math", "deep__math"],
+      ["named", "greeter"],
+      ["open", "open"],
+    ]);
+    expect(agents.problems).toEqual([
+      { file: folder!.path("registries/manifest.hocon"), key: "deep/math", reason: expect.stringContaining("belongs to network deep__math") },
+    ]);
+    expect(agents.get("deep/math")).toBeDefined();
+  });
+});
+
 describe("reloading", () => {
   it("picks up changed, added and removed networks on reload", async () => {
     const agents = await loadRegistry({
