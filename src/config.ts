@@ -56,7 +56,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = p
     httpPort: integer(env, "AGENT_HTTP_PORT", 8080),
     grpcPort: integer(env, "AGENT_PORT", 0),
     host: env.AXON_HOST ?? "0.0.0.0",
-    manifestFile: path.resolve(projectRoot, env.AGENT_MANIFEST_FILE ?? "registries/manifest.hocon"),
+    // One manifest or several, separated by `:` as neuro-san reads them; each resolved against the project root.
+    manifestFile: (env.AGENT_MANIFEST_FILE || "registries/manifest.hocon")
+      .split(":")
+      .filter((file) => file !== "")
+      .map((file) => path.resolve(projectRoot, file))
+      .join(":"),
     toolPath: path.resolve(projectRoot, env.AGENT_TOOL_PATH ?? "coded_tools"),
     projectRoot,
     maxConcurrentRequests: integer(env, "AGENT_MAX_CONCURRENT_REQUESTS", 0),

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import path from "node:path";
 
 import { HoconError, parseHoconFile, type HoconOptions, type JsonObject, type JsonValue } from "./hocon.js";
@@ -9,6 +10,8 @@ import { isJsonObject } from "../json.js";
  * `{serve, public, mcp}` where a missing `serve` or `public` means `true` and a missing `mcp` follows `public`.
  */
 export interface ManifestEntry {
+  /** The manifest that says how it is served (the last of several that name it). */
+  manifest: string;
   /** The network's name: the file's path relative to the manifest, without its extension (`industry/macys`). */
   name: string;
   /** The key as written in the manifest. */
@@ -24,6 +27,7 @@ export interface ManifestEntry {
 }
 
 export interface Manifest {
+  /** The manifest's path; for several read as one, their paths joined by `:`. */
   file: string;
   /** In manifest order; List keeps this order. */
   entries: ManifestEntry[];
@@ -38,6 +42,37 @@ const SWITCHES = ["serve", "public", "mcp", "mcp_name"];
 /** neuro-san keys Axon reads as switches' relatives but does not act on. */
 const IGNORED_SWITCHES = ["periodic"];
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
+
+/** `AGENT_MANIFEST_FILE` names one manifest, or several separated by `:` as neuro-san reads it. */
+export function manifestFilesOf(value: string): string[] {
+  return value
+    .split(":")
+    .filter((file) => file !== "")
+    .map((file) => path.resolve(file));
+}
+
+/**
+ * Several manifests read as one, in order, as neuro-san overlays them: a later manifest's entry for a network replaces
+ * an earlier one's (where it was listed), `false` included, which stops serving it. A missing manifest among several
+ * is a warning and adds nothing; a broken one throws, as a single manifest does.
+ */
+export async function readManifests(manifestFiles: readonly string[], options: HoconOptions = {}): Promise<Manifest> {
+  const entries = new Map<string, ManifestEntry>();
+  const problems: RegistryProblem[] = [];
+  const files: string[] = [];
+  for (const file of manifestFiles) {
+    if (manifestFiles.length > 1 && !existsSync(file)) {
+      problems.push({ file, reason: "manifest not found; the other manifests in AGENT_MANIFEST_FILE are served", severity: "warning" });
+      files.push(file);
+      continue;
+    }
+    const manifest = await readManifest(file, options);
+    for (const entry of manifest.entries) entries.set(entry.name, entry);
+    problems.push(...manifest.problems);
+    files.push(...manifest.files);
+  }
+  return { file: manifestFiles.join(":"), entries: [...entries.values()], problems, files };
+}
 
 /** Throws RegistryProblemsError when the manifest itself cannot be read; bad entries only become problems. */
 export async function readManifest(manifestFile: string, options: HoconOptions = {}): Promise<Manifest> {
@@ -75,6 +110,7 @@ export async function readManifest(manifestFile: string, options: HoconOptions =
     }
     seen.set(name, entry);
     entries.push({
+      manifest: file,
       name,
       entry,
       file: path.resolve(path.dirname(file), entry),

@@ -7,7 +7,7 @@ import { pythonCodedToolWarnings } from "./coded-tool-location.js";
 import { connectivityOf, functionOf, listingOf, type AgentListing, type ConnectivityEntry } from "./connectivity.js";
 import { HoconError, parseHoconFile, type Environment, type HoconOptions } from "./hocon.js";
 import { loadInfoFile, locateNamedFile, type LoadedInfo } from "./info-files.js";
-import { readManifest, type ManifestEntry } from "./manifest.js";
+import { manifestFilesOf, readManifests, type ManifestEntry } from "./manifest.js";
 import { readMcpInfo, type McpInfo, type McpServerInfo } from "./mcp-client/mcp-info.js";
 import { nameMcpTools } from "./mcp-tool-names.js";
 import { buildNetwork, type AgentFunction, type AgentNetwork } from "./network.js";
@@ -16,7 +16,7 @@ import { DEFAULT_TOOLBOX } from "./toolbox/default-toolbox.js";
 import { readToolboxInfo, type Toolbox } from "./toolbox/toolbox-info.js";
 
 export interface AgentRegistryOptions {
-  /** `AGENT_MANIFEST_FILE`; network paths in it are relative to it. */
+  /** `AGENT_MANIFEST_FILE`: one manifest, or several separated by `:`; network paths in each are relative to it. */
   manifestFile: string;
   /** The working directory: where `include "registries/x.hocon"` is looked for last (after `checkoutRootOf`). */
   projectRoot: string;
@@ -66,14 +66,14 @@ export class AgentRegistry {
   private timer: NodeJS.Timeout | undefined;
   private checking = false;
   private readonly connectivityCache = new WeakMap<AgentNetwork, ConnectivityEntry[]>();
-  private readonly manifestFile: string;
+  private readonly manifestFiles: string[];
   private readonly hoconOptions: HoconOptions;
 
   /** Serves nothing until its first `reload`; `AgentRegistry.load` does both. */
   constructor(private readonly options: AgentRegistryOptions) {
-    this.manifestFile = path.resolve(options.manifestFile);
+    this.manifestFiles = manifestFilesOf(options.manifestFile);
     this.hoconOptions = {
-      includeRoots: [checkoutRootOf(this.manifestFile)],
+      includeRoots: [...new Set(this.manifestFiles.map(checkoutRootOf))],
       projectRoot: path.resolve(options.projectRoot),
       ...(options.environment === undefined ? {} : { environment: options.environment }),
     };
@@ -202,12 +202,12 @@ export class AgentRegistry {
     const previous = this.snapshot;
     let manifest;
     try {
-      manifest = await readManifest(this.manifestFile, this.hoconOptions);
+      manifest = await readManifests(this.manifestFiles, this.hoconOptions);
     } catch (error) {
       if (!(error instanceof RegistryProblemsError) || throwOnBrokenManifest) throw error;
       this.log(error.problems, "agent manifest problem; still serving the previous networks");
       // Watch the same files as they are now, so only the next edit (not this one again) triggers a reload.
-      const fingerprints = await fingerprintsOf([...previous.fingerprints.keys(), this.manifestFile]);
+      const fingerprints = await fingerprintsOf([...previous.fingerprints.keys(), ...this.manifestFiles]);
       this.snapshot = { ...previous, problems: error.problems, fingerprints };
       return error.problems;
     }
@@ -249,7 +249,7 @@ export class AgentRegistry {
     const offered = served.filter((entry) => entry.mcp && networks.has(entry.name));
     const publicNetworks = new Set([...networks.values()].filter((network) => network.public).map((network) => network.name));
     const mcpNaming = nameMcpTools(
-      offered.map((entry) => ({ name: entry.name, manifestFile: manifest.file, ...(entry.mcpName === undefined ? {} : { mcpName: entry.mcpName }) })),
+      offered.map((entry) => ({ name: entry.name, manifestFile: entry.manifest, ...(entry.mcpName === undefined ? {} : { mcpName: entry.mcpName }) })),
       publicNetworks,
     );
     problems.push(...mcpNaming.problems);
@@ -258,7 +258,7 @@ export class AgentRegistry {
     this.snapshot = { networks, problems, mcpInfo: mcpInfo.value, mcpToolNames, fingerprints: await fingerprintsOf(files) };
     this.log(problems, "agent network problem");
     this.options.logger?.info(
-      { manifest: this.manifestFile, networks: [...networks.keys()], problems: problems.length },
+      { manifest: manifest.file, networks: [...networks.keys()], problems: problems.length },
       "agent networks loaded",
     );
     return problems;

@@ -44,6 +44,7 @@ describe("the manifest", () => {
     const manifest = await manifestOf(`"industry/macys.hocon": true\n"SAP SD Assistant.hocon": true`);
     expect(manifest.entries).toEqual([
       {
+        manifest: folder!.path("registries/manifest.hocon"),
         name: "industry/macys",
         entry: "industry/macys.hocon",
         file: folder!.path("registries/industry/macys.hocon"),
@@ -52,6 +53,7 @@ describe("the manifest", () => {
         mcp: true,
       },
       {
+        manifest: folder!.path("registries/manifest.hocon"),
         name: "SAP SD Assistant",
         entry: "SAP SD Assistant.hocon",
         file: folder!.path("registries/SAP SD Assistant.hocon"),

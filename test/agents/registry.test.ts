@@ -279,6 +279,32 @@ describe("networks offered as MCP tools", () => {
   });
 });
 
+describe("several manifests in AGENT_MANIFEST_FILE", () => {
+  it("are read in order, each network file relative to its own manifest, a later entry replacing an earlier one", async () => {
+    folder = await NetworkFolder.create({
+      "base/manifest.hocon": `"one.hocon": true
+"two.hocon": true
+"three.hocon": true`,
+      "base/one.hocon": smallNetwork("Base one"),
+      "base/two.hocon": smallNetwork("Base two"),
+      "base/three.hocon": smallNetwork("Base three"),
+      "site/manifest.hocon": `"two.hocon": {public: false}
+"three.hocon": false
+"four.hocon": true`,
+      "site/two.hocon": smallNetwork("Site two"),
+      "site/four.hocon": smallNetwork("Site four"),
+    });
+    const manifests = [folder.path("base/manifest.hocon"), folder.path("missing/manifest.hocon"), folder.path("site/manifest.hocon")];
+    registry = await AgentRegistry.load({ manifestFile: manifests.join(":"), projectRoot: folder.root });
+    expect(registry.networks().map((network) => [network.name, network.description, network.public])).toEqual([
+      ["one", "Base one", true],
+      ["two", "Site two", false],
+      ["four", "Site four", true],
+    ]);
+    expect(registry.problems).toEqual([{ file: manifests[1], reason: expect.stringContaining("manifest not found"), severity: "warning" }]);
+  });
+});
+
 describe("MCP tool names", () => {
   it("are neuro-san's safe names or mcp_name; a network whose name another holds is left out, with a problem", async () => {
     const agents = await loadRegistry({
