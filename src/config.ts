@@ -40,7 +40,10 @@ export interface Config {
   idleTimeoutSeconds: number;
   /** Bytes of unauthenticated request bodies held in memory at once, across all connections; past it, 503. */
   unauthenticatedBodyBytes: number;
-  /** Keep-alive AGENT_PROGRESS on idle MAXIMAL streams after this many seconds; 0 = off. */
+  /**
+   * Keep-alive AGENT_PROGRESS on every idle chat stream (MINIMAL too) after this many seconds; 0 = off.
+   * neuro-san's `AGENT_STREAM_KEEP_ALIVE_WITH_PROGRESS_INTERVAL_SECONDS`, or Axon's older `AGENT_HEARTBEAT_SECONDS`.
+   */
   heartbeatSeconds: number;
   /** How long in-flight streams may run after SIGTERM before they are cancelled. */
   shutdownGraceSeconds: number;
@@ -86,7 +89,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = p
     idleTimeoutSeconds: integer(env, "AXON_IDLE_TIMEOUT_SECONDS", 60, 1),
     unauthenticatedBodyBytes: integer(env, "AXON_UNAUTHENTICATED_BODY_BYTES", 64 * 1024 * 1024, 1),
     shutdownGraceSeconds: integer(env, "AXON_SHUTDOWN_GRACE_SECONDS", 10),
-    heartbeatSeconds: integer(env, "AGENT_HEARTBEAT_SECONDS", 0),
+    heartbeatSeconds: integer(env, "AGENT_STREAM_KEEP_ALIVE_WITH_PROGRESS_INTERVAL_SECONDS", integer(env, "AGENT_HEARTBEAT_SECONDS", 0)),
     replicaLeaseSeconds: integer(env, "AXON_REPLICA_LEASE_SECONDS", 15, 1),
     httpRequestTimeoutSeconds: integer(env, "AXON_HTTP_REQUEST_TIMEOUT_SECONDS", 30, 1),
   };
