@@ -137,7 +137,7 @@ export class AgentRuntime implements ChatRunner {
   private async runNetwork(name: string, input: NetworkInput, parent: ChatSession): Promise<NetworkAnswer> {
     if (parent.depth + 1 >= maxNetworkDepth) throw new Error(`networks nested deeper than ${maxNetworkDepth}`);
     const network = this.options.registry.require(name);
-    const session = parent.nested(network, input.slyData);
+    const session = parent.nested(network, input.slyData, input.forwardMessages);
     return this.answer(session, session.originOf([], network.frontMan.name), input.text, []);
   }
 

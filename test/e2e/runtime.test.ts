@@ -139,6 +139,16 @@ describe("the runtime against scripted LLM servers", () => {
     expect(openai.requests).toHaveLength(0);
   });
 
+  it("allow.from_downstream.messages forwards a called network's messages to the client; without it they stay inside", async () => {
+    const origins = (lines: Json[]) => messagesOf(lines).flatMap((message) => (message.origin ?? []).map((origin: Json) => origin.tool));
+    const forwarded = await restChat(server, "passthrough", { user_message: { text: "Hello" }, chat_filter: maximal });
+    expect(finalOf(forwarded)).toMatchObject({ type: "AGENT_FRAMEWORK" });
+    expect(origins(forwarded)).toContain("Host");
+    const kept = await restChat(server, "quiet_relay", { user_message: { text: "Hello" }, chat_filter: maximal });
+    expect(finalOf(kept)).toMatchObject({ type: "AGENT_FRAMEWORK" });
+    expect(origins(kept)).not.toContain("Host");
+  });
+
   it("filters sly_data to the client by to_upstream: kept, renamed and dropped keys", async () => {
     const lines = await restChat(server, "toolbox", {
       user_message: { text: "note this" },
