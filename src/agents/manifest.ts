@@ -177,7 +177,7 @@ function servingSwitches(value: JsonValue): ServingSwitches | string {
   if (mcpName !== undefined && (typeof mcpName !== "string" || mcpName === "")) return "mcp_name must be a non-empty string";
   const warnings = Object.keys(value)
     .filter((key) => !SWITCHES.includes(key))
-    .map((key) => `${key} is ${IGNORED_SWITCHES.includes(key) ? "not supported by Axon" : "not a manifest key"}; ignored`);
+    .map((key) => (IGNORED_SWITCHES.includes(key) ? `${key} is not supported by Axon; the network runs only when a client chats with it` : `${key} is not a manifest key; ignored`));
   // A tool nobody may list would be pointless: mcp implies public. Naming the tool asks for it, unless mcp says no.
   const offered = mcp ?? (mcpName !== undefined || listed);
   return { serve, public: listed || offered, mcp: offered, ...(mcpName === undefined ? {} : { mcpName }), warnings };

@@ -102,7 +102,7 @@ describe("the manifest", () => {
     expect(manifest.entries.map((entry) => entry.name)).toEqual(["ticker"]);
     const file = folder!.path("registries/manifest.hocon");
     expect(manifest.problems).toEqual([
-      { file, key: "ticker.hocon", reason: "periodic is not supported by Axon; ignored", severity: "warning" },
+      { file, key: "ticker.hocon", reason: "periodic is not supported by Axon; the network runs only when a client chats with it", severity: "warning" },
       { file, key: "ticker.hocon", reason: "colour is not a manifest key; ignored", severity: "warning" },
     ]);
   });
