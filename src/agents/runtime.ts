@@ -11,7 +11,9 @@ import type { ChatRunner, ChatTurn } from "./chat-runner.js";
 import { ChatSession, emptyUsage, type NetworkAnswer, type NetworkInput, type SessionServices } from "./chat-session.js";
 import type { CodedToolLoader } from "./coded-tools.js";
 import { LlmAgent } from "./llm-agent.js";
+import { ClientCredentialsTokens } from "./mcp-client/client-credentials.js";
 import { McpConnections } from "./mcp-client/mcp-connections.js";
+import { takeMcpCredentials } from "./mcp-client/request-credentials.js";
 import type { AgentNetwork, AgentSpec } from "./network.js";
 import type { AgentRegistry } from "./registry.js";
 import { filterSlyData } from "./sly-data.js";
@@ -36,6 +38,8 @@ const maxNetworkDepth = 8;
 export class AgentRuntime implements ChatRunner {
   private chatsInFlight = 0;
   private readonly llms = new Map<string, LlmClient>();
+  /** OAuth2 tokens for MCP servers, shared by every chat of the process. */
+  private readonly mcpTokens = new ClientCredentialsTokens();
   private readonly services: SessionServices;
 
   constructor(private readonly options: AgentRuntimeOptions) {
@@ -63,9 +67,13 @@ export class AgentRuntime implements ChatRunner {
     const signal = AbortSignal.any([turn.signal, deadline]);
     const queue = new AsyncQueue<ChatMessage>();
     let lastSent = performance.now();
-    const mcp = new McpConnections((url) => this.options.registry.mcpServer(url), network.limits.maxExecutionSeconds * 1000);
+    const { slyData, headers } = takeMcpCredentials(turn.slyData);
+    const mcp = new McpConnections((url) => this.options.registry.mcpServer(url), network.limits.maxExecutionSeconds * 1000, {
+      requestHeaders: headers,
+      tokens: this.mcpTokens,
+    });
     const request = { signal, metadata: turn.metadata, usage: emptyUsage(), mcp };
-    const session = new ChatSession(network, structuredClone(turn.slyData), request, this.services, (message) => {
+    const session = new ChatSession(network, structuredClone(slyData), request, this.services, (message) => {
       lastSent = performance.now();
       queue.push(message);
     });

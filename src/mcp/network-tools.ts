@@ -105,10 +105,11 @@ function invalid(field: string, description: string): ToolError {
 let chatRequestSchema: Tool["inputSchema"] | undefined;
 
 /**
- * What neuro-san lists as a network tool's input: its ChatRequest schema with the messages it refers to under
- * `components.schemas`, derived from the same descriptors as the REST API's OpenAPI document. Named by message
- * (`ChatRequest`, not the full protobuf name) as neuro-san names them; `agent_name` is left out, the tool names the
- * network.
+ * What neuro-san lists as a network tool's input: its ChatRequest schema, with the messages it refers to under
+ * `components.schemas`, derived from the same descriptors as the REST API's OpenAPI document and named by message
+ * (`ChatMessage`, not the full protobuf name) as neuro-san names them. neuro-san's root is a `$ref` to ChatRequest;
+ * here ChatRequest itself is the root (the same schema), since LLMs and many clients read only root `properties`.
+ * `agent_name` is left out: the tool names the network.
  */
 export function chatRequestJsonSchema(): Tool["inputSchema"] {
   if (chatRequestSchema) return chatRequestSchema;
@@ -119,11 +120,11 @@ export function chatRequestJsonSchema(): Tool["inputSchema"] {
   const rename = (json: string) => json.replace(/"#\/components\/schemas\/([^"]+)"/g, (_, name: string) => JSON.stringify(`#/components/schemas/${shortName(name)}`));
   const schemas = Object.fromEntries(
     Object.entries(collector.schemas).map(([name, schema]) => [shortName(name), JSON.parse(rename(JSON.stringify(schema))) as object]),
-  ) as Record<string, { properties?: Record<string, unknown> } & Record<string, unknown>>;
+  ) as Record<string, { properties?: Record<string, object> } & Record<string, unknown>>;
   const { agent_name: _unused, ...properties } = schemas.ChatRequest!.properties ?? {};
-  schemas.ChatRequest = { ...schemas.ChatRequest, properties, required: ["user_message"], additionalProperties: false };
-  // `type` is what MCP requires of an input schema; `$ref` says which of the components the arguments are.
-  chatRequestSchema = { type: "object", $ref: "#/components/schemas/ChatRequest", components: { schemas } };
+  const chatRequest = { type: "object" as const, properties, required: ["user_message"], additionalProperties: false };
+  schemas.ChatRequest = chatRequest;
+  chatRequestSchema = { ...chatRequest, components: { schemas } };
   return chatRequestSchema;
 }
 

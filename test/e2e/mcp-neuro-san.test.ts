@@ -111,12 +111,14 @@ describe("neuro-san's MCP service", () => {
       { name: "Agent_1", title: "Agent.1", description: "Agent one." },
       { name: "greeter", title: "renamed", description: "I greet." },
     ]);
+    // neuro-san's ChatRequest schema, at the root and under components.schemas.ChatRequest alike.
     const schema = tools[0]!.inputSchema as Json;
-    expect(schema).toMatchObject({ type: "object", $ref: "#/components/schemas/ChatRequest" });
-    const chatRequest = schema.components.schemas.ChatRequest as Json;
-    expect(Object.keys(chatRequest.properties).sort()).toEqual(["chat_context", "chat_filter", "sly_data", "user_message"]);
-    expect(chatRequest).toMatchObject({ required: ["user_message"], additionalProperties: false });
-    expect(chatRequest.properties.user_message).toEqual({ $ref: "#/components/schemas/ChatMessage" });
+    const { components, ...root } = schema;
+    expect(root).toEqual(components.schemas.ChatRequest);
+    expect(Object.keys(root.properties).sort()).toEqual(["chat_context", "chat_filter", "sly_data", "user_message"]);
+    expect(root).toMatchObject({ type: "object", required: ["user_message"], additionalProperties: false });
+    expect(root.properties.user_message).toEqual({ $ref: "#/components/schemas/ChatMessage" });
+    expect(components.schemas.ChatMessage.properties.text).toEqual({ type: "string" });
     // Every reference resolves inside the schema itself.
     for (const [, name] of JSON.stringify(schema).matchAll(/"#\/components\/schemas\/([^"]+)"/g)) expect(schema.components.schemas).toHaveProperty([name!]);
   });
