@@ -34,6 +34,10 @@ export interface Config {
   mcpInfoFile: string | undefined;
   /** `AGENT_LLM_INFO_FILE`: model names and classes beyond Axon's own table. */
   llmInfoFile: string | undefined;
+  /** `AGENT_MCP_ENABLE`: neuro-san's MCP service at `/mcp` (default on). */
+  mcpEnable: boolean;
+  /** `AGENT_MCP_ONLY`: `/mcp` without neuro-san's own API (AgentService, ConciergeService on every transport). */
+  mcpOnly: boolean;
   /** Largest request body or message accepted, in bytes. */
   maxRequestBytes: number;
   /** How long a connection may take to send a request's headers (and its first byte). */
@@ -44,7 +48,10 @@ export interface Config {
   idleTimeoutSeconds: number;
   /** Bytes of unauthenticated request bodies held in memory at once, across all connections; past it, 503. */
   unauthenticatedBodyBytes: number;
-  /** Keep-alive AGENT_PROGRESS on idle MAXIMAL streams after this many seconds; 0 = off. */
+  /**
+   * Keep-alive AGENT_PROGRESS on every idle chat stream (MINIMAL too) after this many seconds; 0 = off.
+   * neuro-san's `AGENT_STREAM_KEEP_ALIVE_WITH_PROGRESS_INTERVAL_SECONDS`, or Axon's older `AGENT_HEARTBEAT_SECONDS`.
+   */
   heartbeatSeconds: number;
   /** How long in-flight streams may run after SIGTERM before they are cancelled. */
   shutdownGraceSeconds: number;
@@ -60,7 +67,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = p
     httpPort: integer(env, "AGENT_HTTP_PORT", 8080),
     grpcPort: integer(env, "AGENT_PORT", 0),
     host: env.AXON_HOST ?? "0.0.0.0",
-    manifestFile: path.resolve(projectRoot, env.AGENT_MANIFEST_FILE ?? "registries/manifest.hocon"),
+    // One manifest or several, separated by `:` as neuro-san reads them; each resolved against the project root.
+    manifestFile: (env.AGENT_MANIFEST_FILE || "registries/manifest.hocon")
+      .split(":")
+      .filter((file) => file !== "")
+      .map((file) => path.resolve(projectRoot, file))
+      .join(":"),
     toolPath: path.resolve(projectRoot, env.AGENT_TOOL_PATH ?? "coded_tools"),
     projectRoot,
     python: env.AXON_PYTHON || "python3",
@@ -80,6 +92,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = p
     toolboxInfoFile: optionalPath(projectRoot, env.AGENT_TOOLBOX_INFO_FILE),
     mcpInfoFile: optionalPath(projectRoot, env.AGENT_MCP_INFO_FILE || env.MCP_SERVERS_INFO_FILE),
     llmInfoFile: optionalPath(projectRoot, env.AGENT_LLM_INFO_FILE),
+    mcpEnable: boolean(env, "AGENT_MCP_ENABLE", true) || boolean(env, "AGENT_MCP_ONLY", false),
+    mcpOnly: boolean(env, "AGENT_MCP_ONLY", false),
     logLevel: env.LOG_LEVEL ?? "info",
     maxRequestBytes: integer(env, "AXON_MAX_REQUEST_BYTES", 4 * 1024 * 1024),
     headersTimeoutSeconds: integer(env, "AXON_HEADERS_TIMEOUT_SECONDS", 20, 1),
@@ -87,7 +101,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = p
     idleTimeoutSeconds: integer(env, "AXON_IDLE_TIMEOUT_SECONDS", 60, 1),
     unauthenticatedBodyBytes: integer(env, "AXON_UNAUTHENTICATED_BODY_BYTES", 64 * 1024 * 1024, 1),
     shutdownGraceSeconds: integer(env, "AXON_SHUTDOWN_GRACE_SECONDS", 10),
-    heartbeatSeconds: integer(env, "AGENT_HEARTBEAT_SECONDS", 0),
+    heartbeatSeconds: integer(env, "AGENT_STREAM_KEEP_ALIVE_WITH_PROGRESS_INTERVAL_SECONDS", integer(env, "AGENT_HEARTBEAT_SECONDS", 0)),
     replicaLeaseSeconds: integer(env, "AXON_REPLICA_LEASE_SECONDS", 15, 1),
     httpRequestTimeoutSeconds: integer(env, "AXON_HTTP_REQUEST_TIMEOUT_SECONDS", 30, 1),
   };
@@ -101,6 +115,14 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0
     throw new Error(`${name} must be an integer of at least ${min}, got ${JSON.stringify(raw)}`);
   }
   return value;
+}
+
+function boolean(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === "") return fallback;
+  if (["true", "1", "yes", "on"].includes(raw)) return true;
+  if (["false", "0", "no", "off"].includes(raw)) return false;
+  throw new Error(`${name} must be true or false, got ${JSON.stringify(env[name])}`);
 }
 
 function optionalPath(projectRoot: string, value: string | undefined): string | undefined {

@@ -42,6 +42,8 @@ export interface RequestScope {
 export interface NetworkInput {
   text: string;
   slyData: JsonObject;
+  /** The caller's `allow.from_downstream.messages` lets the called network's messages through to this chat's client. */
+  forwardMessages?: boolean;
 }
 
 export interface NetworkAnswer {
@@ -108,9 +110,12 @@ export class ChatSession {
     this.usage.successfulRequests += 1;
   }
 
-  /** A nested session for another network of this server: its own sly_data and counters, same request. */
-  nested(network: AgentNetwork, slyData: JsonObject): ChatSession {
-    return new ChatSession(network, slyData, this.request, this.services, () => {}, this.depth + 1);
+  /**
+   * A nested session for another network of this server: its own sly_data and counters, same request. Its messages
+   * reach this chat's client only when `forwardMessages` says so.
+   */
+  nested(network: AgentNetwork, slyData: JsonObject, forwardMessages = false): ChatSession {
+    return new ChatSession(network, slyData, this.request, this.services, forwardMessages ? this.sink : () => {}, this.depth + 1);
   }
 }
 

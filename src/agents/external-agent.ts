@@ -1,4 +1,5 @@
-import type { JsonObject } from "@bufbuild/protobuf";
+import { fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import { ChatMessageSchema, type ChatMessage } from "../gen/neuro_san/api/grpc/chat_pb.js";
 import type { Activation, ToolCall } from "./activation.js";
 import type { ChatSession, NetworkAnswer, NetworkInput } from "./chat-session.js";
 import type { AgentSpec } from "./network.js";
@@ -17,9 +18,11 @@ export class ExternalAgentActivation implements Activation {
 
   async invoke(args: JsonObject, { caller }: ToolCall): Promise<string> {
     const { session, spec } = this;
+    const messagesFrom = caller.spec.allow?.messagesFrom;
     const input: NetworkInput = {
       text: "```json\n" + JSON.stringify(args) + "\n```",
       slyData: filterSlyData(session.slyData, caller.spec.allow?.toDownstream),
+      forwardMessages: messagesFrom === true || (messagesFrom?.includes(spec.name) ?? false),
     };
     const target = spec.external!;
     let answer: NetworkAnswer;
@@ -27,7 +30,7 @@ export class ExternalAgentActivation implements Activation {
       answer =
         target.kind === "same_server"
           ? await session.services.runNetwork(target.network, input, session)
-          : await callRemoteNetwork(target.url, input, session.metadata, session.signal);
+          : await callRemoteNetwork(target.url, input, session.metadata, session.signal, input.forwardMessages ? (message) => session.emit(message) : undefined);
     } catch (error) {
       session.signal.throwIfAborted();
       // An unreachable or failing network is something the calling LLM can work around, not a crash.
@@ -41,14 +44,16 @@ export class ExternalAgentActivation implements Activation {
 }
 
 /**
- * One MINIMAL StreamingChat turn with a network on another server, over neuro-san's HTTP API:
- * `http://host:port/name` -> POST http://host:port/api/v1/name/streaming_chat, json-lines back.
+ * One StreamingChat turn with a network on another server, over neuro-san's HTTP API:
+ * `http://host:port/name` -> POST http://host:port/api/v1/name/streaming_chat, json-lines back. MINIMAL, unless its
+ * messages are to be forwarded (`onMessage`): then MAXIMAL, and each message but the final one goes there.
  */
 export async function callRemoteNetwork(
   url: string,
   input: NetworkInput,
   metadata: Record<string, string>,
   signal: AbortSignal,
+  onMessage?: (message: ChatMessage) => void,
 ): Promise<NetworkAnswer> {
   const target = new URL(url);
   const segments = target.pathname.split("/").filter(Boolean);
@@ -57,7 +62,11 @@ export async function callRemoteNetwork(
   const response = await fetch(endpoint, {
     method: "POST",
     headers: { "content-type": "application/json", ...metadata },
-    body: JSON.stringify({ user_message: { text: input.text }, sly_data: input.slyData }),
+    body: JSON.stringify({
+      user_message: { text: input.text },
+      sly_data: input.slyData,
+      ...(onMessage ? { chat_filter: { chat_filter_type: "MAXIMAL" } } : {}),
+    }),
     signal,
   });
   const body = await response.text();
@@ -69,6 +78,7 @@ export async function callRemoteNetwork(
     const parsed = JSON.parse(line) as { response?: FinalMessage; code?: number };
     if (parsed.response?.type === "AGENT_FRAMEWORK") final = parsed.response;
     else if (parsed.code !== undefined) throw new Error(`it failed with code ${parsed.code}`);
+    else if (parsed.response && onMessage) onMessage(fromJson(ChatMessageSchema, parsed.response as JsonValue, { ignoreUnknownFields: true }));
   }
   if (!final) throw new Error("it sent no final answer");
   return { text: final.text ?? "", ...(final.structure ? { structure: final.structure } : {}), slyData: final.sly_data ?? {} };

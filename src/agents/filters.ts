@@ -3,7 +3,8 @@ import { ChatMessage_ChatMessageType as MessageType, type ChatMessage } from "..
 
 /**
  * MINIMAL (also UNKNOWN or anything unrecognized) lets only the final AGENT_FRAMEWORK message through;
- * MAXIMAL lets every message with content through, and the empty AGENT_PROGRESS keep-alive heartbeats.
+ * MAXIMAL lets every message with content through. Both let the empty AGENT_PROGRESS keep-alives through, as neuro-san
+ * does: they are what keeps a proxy from cutting a long chat that says nothing else until its end.
  */
 export async function* filterChatMessages(
   messages: AsyncIterable<ChatMessage>,
@@ -12,7 +13,8 @@ export async function* filterChatMessages(
   const maximal = filter === ChatFilterType.MAXIMAL;
   for await (const message of messages) {
     if (message.type === MessageType.AGENT_FRAMEWORK) yield message;
-    else if (maximal && (hasContent(message) || message.type === MessageType.AGENT_PROGRESS)) yield message;
+    else if (message.type === MessageType.AGENT_PROGRESS && !hasContent(message)) yield message;
+    else if (maximal && hasContent(message)) yield message;
   }
 }
 

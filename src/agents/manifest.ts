@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import path from "node:path";
 
 import { HoconError, parseHoconFile, type HoconOptions, type JsonObject, type JsonValue } from "./hocon.js";
@@ -9,6 +10,8 @@ import { isJsonObject } from "../json.js";
  * `{serve, public, mcp}` where a missing `serve` or `public` means `true` and a missing `mcp` follows `public`.
  */
 export interface ManifestEntry {
+  /** The manifest that says how it is served (the last of several that name it). */
+  manifest: string;
   /** The network's name: the file's path relative to the manifest, without its extension (`industry/macys`). */
   name: string;
   /** The key as written in the manifest. */
@@ -19,9 +22,12 @@ export interface ManifestEntry {
   public: boolean;
   /** Offered as a tool by Axon's MCP server; `mcp: true` implies `public`. */
   mcp: boolean;
+  /** `mcp_name` (or `mcp.name`): the MCP tool name instead of the one derived from `name`; it turns `mcp` on. */
+  mcpName?: string;
 }
 
 export interface Manifest {
+  /** The manifest's path; for several read as one, their paths joined by `:`. */
   file: string;
   /** In manifest order; List keeps this order. */
   entries: ManifestEntry[];
@@ -32,10 +38,41 @@ export interface Manifest {
 }
 
 const NETWORK_FILE = /\.(hocon|conf|json)$/i;
-const SWITCHES = ["serve", "public", "mcp"];
+const SWITCHES = ["serve", "public", "mcp", "mcp_name"];
 /** neuro-san keys Axon reads as switches' relatives but does not act on. */
 const IGNORED_SWITCHES = ["periodic"];
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
+
+/** `AGENT_MANIFEST_FILE` names one manifest, or several separated by `:` as neuro-san reads it. */
+export function manifestFilesOf(value: string): string[] {
+  return value
+    .split(":")
+    .filter((file) => file !== "")
+    .map((file) => path.resolve(file));
+}
+
+/**
+ * Several manifests read as one, in order, as neuro-san overlays them: a later manifest's entry for a network replaces
+ * an earlier one's (where it was listed), `false` included, which stops serving it. A missing manifest among several
+ * is a warning and adds nothing; a broken one throws, as a single manifest does.
+ */
+export async function readManifests(manifestFiles: readonly string[], options: HoconOptions = {}): Promise<Manifest> {
+  const entries = new Map<string, ManifestEntry>();
+  const problems: RegistryProblem[] = [];
+  const files: string[] = [];
+  for (const file of manifestFiles) {
+    if (manifestFiles.length > 1 && !existsSync(file)) {
+      problems.push({ file, reason: "manifest not found; the other manifests in AGENT_MANIFEST_FILE are served", severity: "warning" });
+      files.push(file);
+      continue;
+    }
+    const manifest = await readManifest(file, options);
+    for (const entry of manifest.entries) entries.set(entry.name, entry);
+    problems.push(...manifest.problems);
+    files.push(...manifest.files);
+  }
+  return { file: manifestFiles.join(":"), entries: [...entries.values()], problems, files };
+}
 
 /** Throws RegistryProblemsError when the manifest itself cannot be read; bad entries only become problems. */
 export async function readManifest(manifestFile: string, options: HoconOptions = {}): Promise<Manifest> {
@@ -72,7 +109,16 @@ export async function readManifest(manifestFile: string, options: HoconOptions =
       continue;
     }
     seen.set(name, entry);
-    entries.push({ name, entry, file: path.resolve(path.dirname(file), entry), serve: switches.serve, public: switches.public, mcp: switches.mcp });
+    entries.push({
+      manifest: file,
+      name,
+      entry,
+      file: path.resolve(path.dirname(file), entry),
+      serve: switches.serve,
+      public: switches.public,
+      mcp: switches.mcp,
+      ...(switches.mcpName === undefined ? {} : { mcpName: switches.mcpName }),
+    });
   }
   return { file, entries, problems, files: parsed.files };
 }
@@ -115,6 +161,7 @@ interface ServingSwitches {
   serve: boolean;
   public: boolean;
   mcp: boolean;
+  mcpName?: string;
   warnings: string[];
 }
 
@@ -126,11 +173,14 @@ function servingSwitches(value: JsonValue): ServingSwitches | string {
   if (typeof serve !== "boolean" || typeof listed !== "boolean") return "serve and public must be true or false";
   const mcp = mcpSwitch(value["mcp"]);
   if (typeof mcp === "string") return mcp;
+  const mcpName = value["mcp_name"] ?? (isJsonObject(value["mcp"]) ? value["mcp"]["name"] : undefined);
+  if (mcpName !== undefined && (typeof mcpName !== "string" || mcpName === "")) return "mcp_name must be a non-empty string";
   const warnings = Object.keys(value)
     .filter((key) => !SWITCHES.includes(key))
-    .map((key) => `${key} is ${IGNORED_SWITCHES.includes(key) ? "not supported by Axon" : "not a manifest key"}; ignored`);
-  // A tool nobody may list would be pointless: mcp implies public.
-  return { serve, public: listed || mcp === true, mcp: mcp ?? listed, warnings };
+    .map((key) => (IGNORED_SWITCHES.includes(key) ? `${key} is not supported by Axon; the network runs only when a client chats with it` : `${key} is not a manifest key; ignored`));
+  // A tool nobody may list would be pointless: mcp implies public. Naming the tool asks for it, unless mcp says no.
+  const offered = mcp ?? (mcpName !== undefined || listed);
+  return { serve, public: listed || offered, mcp: offered, ...(mcpName === undefined ? {} : { mcpName }), warnings };
 }
 
 /** neuro-san's `mcp` is a boolean or `{enable, name}` (writing the object turns it on). */

@@ -1,6 +1,7 @@
 import { CODED_TOOL_CLASS } from "./coded-tool-location.js";
 import type { JsonObject, JsonValue } from "./hocon.js";
 import { networkNameProblem } from "./manifest.js";
+import { neuroSanKeyProblems } from "./neuro-san-keys.js";
 import { RegistryProblemsError, type RegistryProblem } from "./problem.js";
 import { DEFAULT_TOOLBOX } from "./toolbox/default-toolbox.js";
 import { libraryToolOf } from "./toolbox/library-tools.js";
@@ -23,6 +24,8 @@ export type SlyDataGrant = boolean | string[] | Record<string, boolean | string>
 export interface AllowPolicy {
   toDownstream?: SlyDataGrant;
   fromDownstream?: SlyDataGrant;
+  /** `from_downstream.messages`: the external agents (as the tools list names them) whose messages reach the client; true = all. */
+  messagesFrom?: true | string[];
   toUpstream?: SlyDataGrant;
   /** `allow.connectivity: false` hides the node's tools in Connectivity. */
   connectivity: boolean;
@@ -168,6 +171,7 @@ export interface NetworkSource {
 export function buildNetwork(source: NetworkSource): AgentNetwork {
   const check = new Checker(source.file);
   const raw = applyCommondefs(source.raw, check);
+  for (const found of neuroSanKeyProblems(raw, source.name, source.file)) (found.severity === "warning" ? check.warnings : check.problems).push(found);
   const toolbox = source.toolbox ?? DEFAULT_TOOLBOX;
 
   const specsValue = raw.tools;
@@ -427,6 +431,12 @@ function readAllow(block: JsonObject, keyPath: string, check: Checker): AllowPol
     ["from_downstream", "fromDownstream"],
     ["to_upstream", "toUpstream"],
   ] as const;
+  const messages = readMessagesGrant(check.optionalObject(block, "from_downstream", `${keyPath}.from_downstream`)?.messages);
+  if (messages === "invalid") {
+    check.problem(`${keyPath}.from_downstream.messages`, "must be true, false, an agent reference, a list of them or a map of them to true or false");
+  } else if (messages !== undefined) {
+    policy.messagesFrom = messages;
+  }
   for (const [key, field] of directions) {
     const direction = check.optionalObject(block, key, `${keyPath}.${key}`);
     if (direction?.sly_data === undefined) continue;
@@ -438,6 +448,20 @@ function readAllow(block: JsonObject, keyPath: string, check: Checker): AllowPol
     }
   }
   return policy;
+}
+
+/** neuro-san's forms: a boolean, one reference, a list of them, or a map of them to booleans. */
+function readMessagesGrant(value: JsonValue | undefined): true | string[] | undefined | "invalid" {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return true;
+  if (typeof value === "string") return [value];
+  if (Array.isArray(value)) return value.every((item) => typeof item === "string") ? (value as string[]) : "invalid";
+  if (isJsonObject(value)) {
+    const entries = Object.entries(value);
+    if (!entries.every(([, on]) => typeof on === "boolean")) return "invalid";
+    return entries.filter(([, on]) => on).map(([reference]) => reference);
+  }
+  return "invalid";
 }
 
 function readGrant(value: JsonValue): SlyDataGrant | undefined {

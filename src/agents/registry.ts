@@ -10,8 +10,9 @@ import { EMPTY_LLM_INFO, readLlmInfo, type LlmInfo } from "../llm/llm-info.js";
 import { HoconError, parseHoconFile, type Environment, type HoconOptions, type JsonObject } from "./hocon.js";
 import { llmConfigProblems } from "./llm-config-problems.js";
 import { loadInfoFile, locateNamedFile, type LoadedInfo } from "./info-files.js";
-import { readManifest, type ManifestEntry } from "./manifest.js";
+import { manifestFilesOf, readManifests, type ManifestEntry } from "./manifest.js";
 import { readMcpInfo, type McpInfo, type McpServerInfo } from "./mcp-client/mcp-info.js";
+import { nameMcpTools } from "./mcp-tool-names.js";
 import { buildNetwork, type AgentFunction, type AgentNetwork } from "./network.js";
 import { RegistryProblemsError, describeProblem, problemOfHoconError, problemsOfMissingIncludes, type RegistryProblem } from "./problem.js";
 import { PythonSyntaxCheck } from "./python/python-check.js";
@@ -19,7 +20,7 @@ import { DEFAULT_TOOLBOX } from "./toolbox/default-toolbox.js";
 import { readToolboxInfo, type Toolbox } from "./toolbox/toolbox-info.js";
 
 export interface AgentRegistryOptions {
-  /** `AGENT_MANIFEST_FILE`; network paths in it are relative to it. */
+  /** `AGENT_MANIFEST_FILE`: one manifest, or several separated by `:`; network paths in each are relative to it. */
   manifestFile: string;
   /** The working directory: where `include "registries/x.hocon"` is looked for last (after `checkoutRootOf`). */
   projectRoot: string;
@@ -46,11 +47,21 @@ interface Snapshot {
   mcpInfo: McpInfo;
   /** Each served network's LLM info: the server's file, extended by the network's own. */
   llmInfos: ReadonlyMap<string, LlmInfo>;
+  /** Network name -> its MCP tool name, for the networks offered over MCP. */
+  mcpToolNames: ReadonlyMap<string, string>;
   /** Every file the snapshot was read from, with what it looked like then. */
   fingerprints: ReadonlyMap<string, string>;
 }
 
-const EMPTY: Snapshot = { networks: new Map(), problems: [], mcpInfo: new Map(), llmInfos: new Map(), fingerprints: new Map() };
+const EMPTY: Snapshot = { networks: new Map(), problems: [], mcpInfo: new Map(), llmInfos: new Map(), mcpToolNames: new Map(), fingerprints: new Map() };
+
+/**
+ * A network offered as an MCP tool, under the name neuro-san would give it. Its description is the front man's function
+ * description, as neuro-san describes the tool (the network's metadata description when the front man has none).
+ */
+export interface McpListing extends AgentListing {
+  toolName: string;
+}
 
 /** Info files named by networks (`toolbox_info_file`, `llm_info_file`), each read once per reload. */
 type NetworkInfoFiles = Map<string, Promise<LoadedInfo<unknown>>>;
@@ -65,16 +76,16 @@ export class AgentRegistry {
   private timer: NodeJS.Timeout | undefined;
   private checking = false;
   private readonly connectivityCache = new WeakMap<AgentNetwork, ConnectivityEntry[]>();
-  private readonly manifestFile: string;
+  private readonly manifestFiles: string[];
   private readonly hoconOptions: HoconOptions;
   private readonly pythonImportRoots: string[];
   private readonly pythonSyntax: PythonSyntaxCheck | undefined;
 
   /** Serves nothing until its first `reload`; `AgentRegistry.load` does both. */
   constructor(private readonly options: AgentRegistryOptions) {
-    this.manifestFile = path.resolve(options.manifestFile);
+    this.manifestFiles = manifestFilesOf(options.manifestFile);
     this.hoconOptions = {
-      includeRoots: [checkoutRootOf(this.manifestFile)],
+      includeRoots: [...new Set(this.manifestFiles.map(checkoutRootOf))],
       projectRoot: path.resolve(options.projectRoot),
       ...(options.environment === undefined ? {} : { environment: options.environment }),
     };
@@ -113,11 +124,18 @@ export class AgentRegistry {
       .map(listingOf);
   }
 
-  /** The networks Axon's MCP server offers as tools: public ones, unless the manifest says `mcp: false`. */
-  listMcp(): AgentListing[] {
-    return this.networks()
-      .filter((network) => network.mcp)
-      .map(listingOf);
+  /**
+   * The networks Axon's MCP server offers as tools, in manifest order: public ones unless the manifest says
+   * `mcp: false`, less those whose tool name another network holds.
+   */
+  listMcp(): McpListing[] {
+    const { mcpToolNames } = this.snapshot;
+    return this.networks().flatMap((network) => {
+      const toolName = mcpToolNames.get(network.name);
+      if (toolName === undefined) return [];
+      const listing = listingOf(network);
+      return [{ ...listing, description: functionOf(network).description || listing.description, toolName }];
+    });
   }
 
   /** The model names and classes a served network's llm_configs resolve against. */
@@ -204,12 +222,12 @@ export class AgentRegistry {
     const previous = this.snapshot;
     let manifest;
     try {
-      manifest = await readManifest(this.manifestFile, this.hoconOptions);
+      manifest = await readManifests(this.manifestFiles, this.hoconOptions);
     } catch (error) {
       if (!(error instanceof RegistryProblemsError) || throwOnBrokenManifest) throw error;
       this.log(error.problems, "agent manifest problem; still serving the previous networks");
       // Watch the same files as they are now, so only the next edit (not this one again) triggers a reload.
-      const fingerprints = await fingerprintsOf([...previous.fingerprints.keys(), this.manifestFile]);
+      const fingerprints = await fingerprintsOf([...previous.fingerprints.keys(), ...this.manifestFiles]);
       this.snapshot = { ...previous, problems: error.problems, fingerprints };
       return error.problems;
     }
@@ -252,10 +270,19 @@ export class AgentRegistry {
       }
     });
 
-    this.snapshot = { networks, problems, mcpInfo: mcpInfo.value, llmInfos, fingerprints: await fingerprintsOf(files) };
+    const offered = served.filter((entry) => entry.mcp && networks.has(entry.name));
+    const publicNetworks = new Set([...networks.values()].filter((network) => network.public).map((network) => network.name));
+    const mcpNaming = nameMcpTools(
+      offered.map((entry) => ({ name: entry.name, manifestFile: entry.manifest, ...(entry.mcpName === undefined ? {} : { mcpName: entry.mcpName }) })),
+      publicNetworks,
+    );
+    problems.push(...mcpNaming.problems);
+    const mcpToolNames = new Map([...mcpNaming.tools].map(([toolName, network]) => [network, toolName]));
+
+    this.snapshot = { networks, problems, mcpInfo: mcpInfo.value, llmInfos, mcpToolNames, fingerprints: await fingerprintsOf(files) };
     this.log(problems, "agent network problem");
     this.options.logger?.info(
-      { manifest: this.manifestFile, networks: [...networks.keys()], problems: problems.length },
+      { manifest: manifest.file, networks: [...networks.keys()], problems: problems.length },
       "agent networks loaded",
     );
     return problems;

@@ -13,7 +13,9 @@ import type { ChatRunner, ChatTurn } from "./chat-runner.js";
 import { ChatSession, emptyUsage, type NetworkAnswer, type NetworkInput, type SessionServices } from "./chat-session.js";
 import type { CodedToolLoader } from "./coded-tools.js";
 import { LlmAgent } from "./llm-agent.js";
+import { ClientCredentialsTokens } from "./mcp-client/client-credentials.js";
 import { McpConnections } from "./mcp-client/mcp-connections.js";
+import { takeMcpCredentials } from "./mcp-client/request-credentials.js";
 import type { AgentNetwork, AgentSpec } from "./network.js";
 import type { AgentRegistry } from "./registry.js";
 import { filterSlyData } from "./sly-data.js";
@@ -43,6 +45,8 @@ export class AgentRuntime implements ChatRunner {
   private chatsInFlight = 0;
   /** Clients by LLM info (a reload brings a new one) and config. */
   private readonly llms = new WeakMap<LlmInfo, Map<string, LlmClient>>();
+  /** OAuth2 tokens for MCP servers, shared by every chat of the process. */
+  private readonly mcpTokens = new ClientCredentialsTokens();
   private readonly services: SessionServices;
 
   constructor(private readonly options: AgentRuntimeOptions) {
@@ -73,14 +77,18 @@ export class AgentRuntime implements ChatRunner {
     const signal = AbortSignal.any([turn.signal, deadline]);
     const queue = new AsyncQueue<ChatMessage>();
     let lastSent = performance.now();
-    const mcp = new McpConnections((url) => this.options.registry.mcpServer(url), network.limits.maxExecutionSeconds * 1000);
+    const { slyData: withoutHeaders, headers } = takeMcpCredentials(slyData);
+    const mcp = new McpConnections((url) => this.options.registry.mcpServer(url), network.limits.maxExecutionSeconds * 1000, {
+      requestHeaders: headers,
+      tokens: this.mcpTokens,
+    });
     const python = this.options.codedTools.python.chat();
     const request = { signal, metadata: turn.metadata, usage: emptyUsage(), mcp, python };
     const emit = (message: ChatMessage) => {
       lastSent = performance.now();
       queue.push(message);
     };
-    const session = new ChatSession(network, structuredClone(slyData), request, this.services, emit, 0, clientKeys);
+    const session = new ChatSession(network, structuredClone(withoutHeaders), request, this.services, emit, 0, clientKeys);
     const heartbeat =
       heartbeatSeconds > 0
         ? setInterval(() => {
@@ -150,7 +158,7 @@ export class AgentRuntime implements ChatRunner {
   private async runNetwork(name: string, input: NetworkInput, parent: ChatSession): Promise<NetworkAnswer> {
     if (parent.depth + 1 >= maxNetworkDepth) throw new Error(`networks nested deeper than ${maxNetworkDepth}`);
     const network = this.options.registry.require(name);
-    const session = parent.nested(network, input.slyData);
+    const session = parent.nested(network, input.slyData, input.forwardMessages);
     return this.answer(session, session.originOf([], network.frontMan.name), input.text, []);
   }
 

@@ -21,30 +21,29 @@ export interface McpDeps {
   logger: Logger;
 }
 
-// MCP tool names (SEP-986): 1-128 of A-Z a-z 0-9 _ - .
-const toolNamePattern = /^[A-Za-z0-9_.-]{1,128}$/;
-
 const instructions =
-  "Operation tools (agent_chat, http_request, ...) submit an operation and return at once; operation_wait follows it to its end. " +
-  "Pass a request_id of your own to make a submission safe to retry: the same request_id and request return the same operation, " +
-  "and operation_list with that request_id recovers it. Agent network tools answer in the same call. " +
+  "Agent network tools (one per public network) take neuro-san's ChatRequest, {user_message: {text}, sly_data?, chat_context?}, " +
+  "and answer in the same call; send the answer's chat_context back to continue the conversation. " +
+  "Operation tools (agent_chat, http_request, ...) are listed to clients that authenticate: they submit an operation and return at once; " +
+  "operation_wait follows it to its end. Pass a request_id of your own to make a submission safe to retry. " +
   'A failed call is a result with isError and a JSON text {"code", "message"}.';
 
 /**
- * The MCP server of one authenticated client: its operation tools, the lifecycle tools, and one tool per public agent
- * network. Built per HTTP request (stateless), or once per stdio process.
+ * The MCP server of one caller: one tool per public agent network for anyone, and for an authenticated client its
+ * operation tools and the lifecycle tools. Built per HTTP request (stateless), or once per stdio process.
  *
  * This is the SDK's low-level Server rather than McpServer so that every failure, a schema violation or an unknown
  * tool included, reaches the model as the same error JSON (spec §9); McpServer answers those with its own plain text.
  */
-export function createMcpServer(deps: McpDeps, session: { clientId: string; signal: AbortSignal }): Server {
-  const tools = toolsFor(deps, session.clientId);
+export function createMcpServer(deps: McpDeps, session: { clientId: string | undefined; signal: AbortSignal }): Server {
+  const { tools, byNetworkName } = toolsFor(deps, session.clientId);
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   const server = new Server({ name: "axon", version: process.env.npm_package_version ?? "dev" }, { capabilities: { tools: {} }, instructions });
 
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: tools.map(describeTool) }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
-    const tool = byName.get(request.params.name);
+    // neuro-san also takes a network's own name (`deep/math_guy`), as clients written before the safe names send it.
+    const tool = byName.get(request.params.name) ?? byNetworkName.get(request.params.name);
     if (!tool) return errorResult({ code: "tool_not_found", message: "no tool by this name" });
     const input = request.params.arguments ?? {};
     // Before any tool's code (recursive, or writing to the database) sees them: too deep, NUL, Infinity, `__proto__`.
@@ -70,36 +69,47 @@ export function createMcpServer(deps: McpDeps, session: { clientId: string; sign
   return server;
 }
 
-function toolsFor(deps: McpDeps, clientId: string): ToolDefinition[] {
-  const operationContext = { clientId, broker: deps.broker, logger: deps.logger };
-  const operations = deps.operationsFor(clientId);
-  const tools = [...operations.map((operation) => operationTool(operation, operationContext)), ...lifecycleTools(operationContext)];
+function toolsFor(deps: McpDeps, clientId: string | undefined): { tools: ToolDefinition[]; byNetworkName: Map<string, ToolDefinition> } {
+  const tools: ToolDefinition[] = [];
+  const taken = new Set<string>();
+  if (clientId !== undefined) {
+    const operationContext = { clientId, broker: deps.broker, logger: deps.logger };
+    const operations = deps.operationsFor(clientId);
+    tools.push(...operations.map((operation) => operationTool(operation, operationContext)), ...lifecycleTools(operationContext));
+    for (const name of [...lifecycleToolNames, ...operations.map(operationToolName)]) taken.add(name);
+  }
+  const byNetworkName = new Map<string, ToolDefinition>();
+  for (const tool of networkTools(deps, taken)) {
+    tools.push(tool);
+    byNetworkName.set(tool.title, tool);
+  }
+  return { tools, byNetworkName };
+}
 
-  const networkContext = { registry: deps.registry, chats: deps.chats, logger: deps.logger };
-  const taken = new Set<string>([...lifecycleToolNames, ...operations.map(operationToolName)]);
+/** Every network tool a caller sees; each call of one goes through the tool this returns. */
+function networkTools(deps: McpDeps, taken: ReadonlySet<string>): ToolDefinition[] {
+  const context = { registry: deps.registry, chats: deps.chats, logger: deps.logger };
+  const tools: ToolDefinition[] = [];
+  const used = new Set(taken);
   for (const listing of deps.registry.listMcp()) {
-    const name = networkToolName(listing.agentName, taken);
+    const name = networkToolName(listing.toolName, used);
     if (name === undefined) {
-      deps.logger.warn({ network: listing.agentName }, "agent network not offered over MCP: no usable tool name");
+      deps.logger.warn({ network: listing.agentName, tool: listing.toolName }, "agent network not offered over MCP: its tool name is taken");
       continue;
     }
-    taken.add(name);
-    tools.push(networkTool(name, listing, networkContext));
+    used.add(name);
+    tools.push(networkTool(name, listing, context));
   }
   return tools;
 }
 
 /**
- * A network's tool is named after it, as neuro-san names it (`industry/macys` -> `industry__macys`, other characters
- * a tool name may not hold -> `_`); operation and lifecycle tools keep their names, so a network that collides with
- * one is offered as `network_<name>`. A name that is still no valid tool name, or still collides, is not offered at all.
+ * A network keeps the tool name the registry gave it (neuro-san's: `deep/math_guy` -> `deep__math_guy`, or the
+ * manifest's `mcp_name`) unless an operation or lifecycle tool has it: then it is offered as `network_<name>`, or
+ * not at all when that is taken too.
  */
-export function networkToolName(network: string, taken: ReadonlySet<string>): string | undefined {
-  const safe = network.replaceAll("/", "__").replace(/[^A-Za-z0-9_.-]/g, "_");
-  for (const candidate of [safe, `network_${safe}`]) {
-    if (toolNamePattern.test(candidate) && !taken.has(candidate)) return candidate;
-  }
-  return undefined;
+export function networkToolName(toolName: string, taken: ReadonlySet<string>): string | undefined {
+  return [toolName, `network_${toolName}`].find((candidate) => !taken.has(candidate));
 }
 
 // The schemas are shared constants: convert each once. Draft-07, the dialect MCP clients' validators expect.
@@ -118,7 +128,7 @@ function describeTool(tool: ToolDefinition): Tool {
     name: tool.name,
     title: tool.title,
     description: tool.description,
-    inputSchema: jsonSchemaOf(tool.input, "input"),
+    inputSchema: tool.listedInputSchema ?? jsonSchemaOf(tool.input, "input"),
     outputSchema: jsonSchemaOf(tool.output, "output"),
     ...(tool.annotations ? { annotations: tool.annotations } : {}),
   };

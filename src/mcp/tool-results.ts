@@ -1,4 +1,4 @@
-import type { CallToolResult, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, Tool, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import type * as z from "zod";
 import { AxonError } from "../errors.js";
 import type { Logger } from "../logger.js";
@@ -12,6 +12,8 @@ export interface ToolDefinition<Input extends z.ZodObject = z.ZodObject> {
   title: string;
   description: string;
   input: Input;
+  /** What `tools/list` shows instead of `input`'s JSON Schema, when a contract fixes it (neuro-san's ChatRequest). */
+  listedInputSchema?: Tool["inputSchema"];
   /** What `structuredContent` holds on success; clients validate it against this. */
   output: z.ZodObject;
   annotations?: ToolAnnotations;

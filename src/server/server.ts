@@ -1,9 +1,12 @@
 import { setMaxListeners } from "node:events";
+import type { DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, createConnectRouter, createContextValues } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import type { Config } from "../config.js";
 import { AxonError, notFound } from "../errors.js";
+import { AgentService } from "../gen/neuro_san/api/grpc/agent_pb.js";
+import { ConciergeService } from "../gen/neuro_san/api/grpc/concierge_pb.js";
 import type { Logger } from "../logger.js";
 import type { McpHandler } from "../mcp/http-transport.js";
 import { serviceAuthenticator } from "./authenticate.js";
@@ -48,6 +51,8 @@ export interface AxonServer {
 /** The MCP endpoint's path; its SDK loads on the first request there, not at start-up. */
 const mcpPath = "/mcp";
 
+const neuroSanServices: readonly DescService[] = [AgentService, ConciergeService];
+
 /**
  * Wires every route into one listener. RPCs meet one call pipeline whatever carries them: unary gRPC is framed on the
  * HTTP/2 stream, unary Connect and REST are read from the request, and the rest (Connect streams, gRPC-Web, gRPC
@@ -60,14 +65,17 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
   const shutdown = new AbortController();
   // Every call that watches shutdown adds a listener to this signal: far more than the default 10.
   setMaxListeners(0, shutdown.signal);
+  const intake = new IntakeBudget(config.unauthenticatedBodyBytes);
   const pipeline = new CallPipeline({
     logger,
     metrics,
     authenticate: serviceAuthenticator(options.operations.principals),
     forwardedMetadata: config.forwardedRequestMetadata,
-    intake: new IntakeBudget(config.unauthenticatedBodyBytes),
+    intake,
   });
-  const implementations = serviceImplementations(options);
+  // AGENT_MCP_ONLY: neuro-san's clients reach the networks over /mcp alone; Axon's own services stay.
+  const served = (service: DescService) => !(config.mcpOnly && neuroSanServices.includes(service));
+  const implementations = serviceImplementations(options).filter(({ service }) => served(service));
   const methods = new RpcMethods(implementations);
   const direct = { pipeline, maxRequestBytes: config.maxRequestBytes, shutdownSignal: shutdown.signal };
 
@@ -86,7 +94,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
   const connectHandlers = new Map<string, UniversalHandler>(router.handlers.map((handler) => [handler.requestPath, handler]));
 
   const connectUnary = connectUnaryRoute(direct);
-  const rest = createRestTranscoder({ services: restServices, methods, ...direct });
+  const rest = createRestTranscoder({ services: restServices.filter(served), methods, ...direct });
   const webConsole = serveWebConsole();
   const transferRoutes = createTransferRoutes({ transfers: options.operations.transfers, clients: options.operations.principals.clients, logger });
   let mcp: Promise<McpHandler> | undefined;
@@ -101,6 +109,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
         logger,
         shutdownSignal: shutdown.signal,
         maxRequestBytes: config.maxRequestBytes,
+        intake,
       }),
     ));
   let openApi: string | undefined;
@@ -160,7 +169,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
       await universalResponseToNodeResponse(response, res);
       return adapter.finishRefused(values, response);
     }
-    if (path === mcpPath) return void (await (await mcpHandler()).handle(req, res));
+    if (path === mcpPath && config.mcpEnable) return void (await (await mcpHandler()).handle(req, res));
     if (await transferRoutes.handle(req, res)) return;
     if (await webConsole.handle(req, res)) return;
     if (await rest.handle(req, res)) return;

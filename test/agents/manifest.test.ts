@@ -44,6 +44,7 @@ describe("the manifest", () => {
     const manifest = await manifestOf(`"industry/macys.hocon": true\n"SAP SD Assistant.hocon": true`);
     expect(manifest.entries).toEqual([
       {
+        manifest: folder!.path("registries/manifest.hocon"),
         name: "industry/macys",
         entry: "industry/macys.hocon",
         file: folder!.path("registries/industry/macys.hocon"),
@@ -52,6 +53,7 @@ describe("the manifest", () => {
         mcp: true,
       },
       {
+        manifest: folder!.path("registries/manifest.hocon"),
         name: "SAP SD Assistant",
         entry: "SAP SD Assistant.hocon",
         file: folder!.path("registries/SAP SD Assistant.hocon"),
@@ -60,6 +62,21 @@ describe("the manifest", () => {
         mcp: true,
       },
     ]);
+  });
+
+  it("reads mcp_name (or mcp.name) as the MCP tool name, and naming the tool offers it unless mcp is false", async () => {
+    const manifest = await manifestOf(`{
+      "named.hocon": {public: false, mcp_name: "greeter"}
+      "object.hocon": {mcp: {name: "other"}}
+      "refused.hocon": {mcp: false, mcp_name: "nobody"}
+      "empty.hocon": {mcp_name: ""}
+    }`);
+    expect(manifest.entries.map(({ name, public: isPublic, mcp, mcpName }) => [name, isPublic, mcp, mcpName])).toEqual([
+      ["named", true, true, "greeter"],
+      ["object", true, true, "other"],
+      ["refused", true, false, "nobody"],
+    ]);
+    expect(manifest.problems.map((problem) => [problem.key, problem.reason])).toEqual([["empty.hocon", "mcp_name must be a non-empty string"]]);
   });
 
   it("reads the mcp key: false keeps a public network off Axon's MCP tools, true makes it public", async () => {
@@ -85,7 +102,7 @@ describe("the manifest", () => {
     expect(manifest.entries.map((entry) => entry.name)).toEqual(["ticker"]);
     const file = folder!.path("registries/manifest.hocon");
     expect(manifest.problems).toEqual([
-      { file, key: "ticker.hocon", reason: "periodic is not supported by Axon; ignored", severity: "warning" },
+      { file, key: "ticker.hocon", reason: "periodic is not supported by Axon; the network runs only when a client chats with it", severity: "warning" },
       { file, key: "ticker.hocon", reason: "colour is not a manifest key; ignored", severity: "warning" },
     ]);
   });

@@ -96,10 +96,16 @@ describe("MCP tool names the LLM sees", () => {
 });
 
 describe("the MCP info file", () => {
-  it("maps server URLs to headers and allowed tools, warning about what Axon does not do", () => {
+  it("maps server URLs to headers, allowed tools and client credentials, warning about and skipping bad entries", () => {
     const { value, problems } = readMcpInfo(
       {
-        "https://mcp.example.com/mcp": { http_headers: { Authorization: "Bearer t" }, tools: ["a"], mcp_client_info: { client_id: "c" } },
+        "https://mcp.example.com/mcp": { http_headers: { Authorization: "Bearer t" }, tools: ["a"] },
+        "https://oauth.example.com/v1/mcp": { mcp_client_info: { client_id: "c", client_secret: "s", scope: "x y" }, auth_timeout: 20 },
+        "https://post.example.com/mcp": {
+          mcp_client_info: { client_id: "c", client_secret: "s", token_endpoint_auth_method: "client_secret_post" },
+          mcp_server_info: { token_endpoint: "https://idp.example.com/oauth/token" },
+        },
+        "https://secretless.example.com/mcp": { mcp_client_info: { client_id: "c" } },
         "http://plain/mcp": {},
         "not a url": { http_headers: {} },
         "https://bad.example.com/mcp": { http_headers: { "X-Count": 3 } },
@@ -108,10 +114,31 @@ describe("the MCP info file", () => {
     );
     expect([...value]).toEqual([
       ["https://mcp.example.com/mcp", { headers: { Authorization: "Bearer t" }, tools: ["a"] }],
+      [
+        "https://oauth.example.com/v1/mcp",
+        {
+          headers: {},
+          clientCredentials: {
+            clientId: "c",
+            clientSecret: "s",
+            authMethod: "client_secret_basic",
+            scope: "x y",
+            tokenEndpoint: "https://oauth.example.com/token",
+            timeoutSeconds: 20,
+          },
+        },
+      ],
+      [
+        "https://post.example.com/mcp",
+        {
+          headers: {},
+          clientCredentials: { clientId: "c", clientSecret: "s", authMethod: "client_secret_post", tokenEndpoint: "https://idp.example.com/oauth/token", timeoutSeconds: 300 },
+        },
+      ],
       ["http://plain/mcp", { headers: {} }],
     ]);
     expect(problems.map((problem) => [problem.key, problem.reason])).toEqual([
-      ["https://mcp.example.com/mcp.mcp_client_info", "is not supported by Axon; ignored"],
+      ["https://secretless.example.com/mcp.mcp_client_info", "client_secret is required unless token_endpoint_auth_method is none"],
       ["not a url", "must be an MCP server's http(s) URL with {http_headers, tools}"],
       ["https://bad.example.com/mcp.http_headers", "must map header names to strings"],
     ]);

@@ -288,3 +288,72 @@ describe("validation", () => {
     ]);
   });
 });
+
+describe("neuro-san keys Axon does not implement", () => {
+  it("are warnings naming the key, the network and what happens instead; the network is served", () => {
+    const network = build({
+      max_steps: 50,
+      request_timeout_seconds: 10,
+      house_style: "a HOCON definition, not a setting",
+      tools: [
+        {
+          name: "Front",
+          verbose: true,
+          invocation: "event",
+          max_execution_seconds: 5,
+          intructions: "a typo",
+          tools: ["/elsewhere"],
+          allow: { from_downstream: { messages: true, sly_data: ["x"], extra: 1 }, sideways: true },
+        },
+      ],
+    });
+    const warnings = network.warnings.map(({ key, reason }) => [key, reason]);
+    expect(warnings).toEqual([
+      ["max_steps", expect.stringMatching(/^network example: Axon does not implement max_steps; .*max_iterations/)],
+      ["request_timeout_seconds", expect.stringContaining("network example: Axon does not implement request_timeout_seconds")],
+      ["tools[0].verbose", expect.stringContaining("LOG_LEVEL")],
+      ["tools[0].invocation", expect.stringContaining("only when a client chats")],
+      ["tools[0].max_execution_seconds", expect.stringContaining("the network's value applies")],
+      ["tools[0].intructions", "network example: intructions is not a key Axon knows; ignored"],
+      ["tools[0].allow.from_downstream.extra", expect.stringContaining("not a key Axon knows")],
+      ["tools[0].allow.sideways", expect.stringContaining("not a key Axon knows")],
+    ]);
+    expect(network.warnings.every((warning) => warning.severity === "warning" && warning.file === FILE)).toBe(true);
+  });
+
+  it("middleware makes the network unserved, with a problem naming each middleware class and the network", () => {
+    const problems = problemsOf({
+      tools: [
+        { name: "Front", tools: ["Helper"], middleware: [{ class: "langchain.agents.middleware.PIIMiddleware", args: { pii_type: "phone" } }] },
+        { name: "Helper", middleware: [{ class: "my.Summarizer" }] },
+      ],
+    });
+    expect(problems.map(({ key, reason }) => [key, reason])).toEqual([
+      ["tools[0].middleware[0]", expect.stringMatching(/^network example is not served: .*langchain\.agents\.middleware\.PIIMiddleware/)],
+      ["tools[1].middleware[0]", expect.stringContaining("my.Summarizer")],
+    ]);
+  });
+
+  it("an empty middleware list asks for nothing and is served", () => {
+    expect(build({ tools: [{ name: "Front", middleware: [] }] }).warnings).toEqual([]);
+  });
+});
+
+describe("allow.from_downstream.messages", () => {
+  const messagesFrom = (messages: unknown) =>
+    build({ tools: [{ name: "Front", tools: ["/a", "/b"], allow: { from_downstream: { messages } } }] as unknown as JsonObject[] }).frontMan.allow?.messagesFrom;
+
+  it("takes neuro-san's forms: a boolean, one reference, a list, or a map of references to booleans", () => {
+    expect(messagesFrom(true)).toBe(true);
+    expect(messagesFrom(false)).toBeUndefined();
+    expect(messagesFrom("/a")).toEqual(["/a"]);
+    expect(messagesFrom(["/a", "/b"])).toEqual(["/a", "/b"]);
+    expect(messagesFrom({ "/a": true, "/b": false })).toEqual(["/a"]);
+  });
+
+  it("anything else is a problem", () => {
+    expect(problemsOf({ tools: [{ name: "Front", allow: { from_downstream: { messages: 3 } } }] }).map((problem) => problem.key)).toEqual([
+      "tools[0].allow.from_downstream.messages",
+    ]);
+  });
+});

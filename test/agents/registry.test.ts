@@ -279,6 +279,56 @@ describe("networks offered as MCP tools", () => {
   });
 });
 
+describe("several manifests in AGENT_MANIFEST_FILE", () => {
+  it("are read in order, each network file relative to its own manifest, a later entry replacing an earlier one", async () => {
+    folder = await NetworkFolder.create({
+      "base/manifest.hocon": `"one.hocon": true
+"two.hocon": true
+"three.hocon": true`,
+      "base/one.hocon": smallNetwork("Base one"),
+      "base/two.hocon": smallNetwork("Base two"),
+      "base/three.hocon": smallNetwork("Base three"),
+      "site/manifest.hocon": `"two.hocon": {public: false}
+"three.hocon": false
+"four.hocon": true`,
+      "site/two.hocon": smallNetwork("Site two"),
+      "site/four.hocon": smallNetwork("Site four"),
+    });
+    const manifests = [folder.path("base/manifest.hocon"), folder.path("missing/manifest.hocon"), folder.path("site/manifest.hocon")];
+    registry = await AgentRegistry.load({ manifestFile: manifests.join(":"), projectRoot: folder.root });
+    expect(registry.networks().map((network) => [network.name, network.description, network.public])).toEqual([
+      ["one", "Base one", true],
+      ["two", "Site two", false],
+      ["four", "Site four", true],
+    ]);
+    expect(registry.problems).toEqual([{ file: manifests[1], reason: expect.stringContaining("manifest not found"), severity: "warning" }]);
+  });
+});
+
+describe("MCP tool names", () => {
+  it("are neuro-san's safe names or mcp_name; a network whose name another holds is left out, with a problem", async () => {
+    const agents = await loadRegistry({
+      "registries/manifest.hocon": `"deep/math.hocon": true
+"deep__math.hocon": true
+"named.hocon": {mcp_name: "greeter"}
+"open.hocon": true`,
+      "registries/deep/math.hocon": smallNetwork("Math"),
+      "registries/deep__math.hocon": smallNetwork("Flat"),
+      "registries/named.hocon": smallNetwork("Named"),
+      "registries/open.hocon": smallNetwork("Open"),
+    });
+    expect(agents.listMcp().map(({ agentName, toolName }) => [agentName, toolName])).toEqual([
+      ["deep__math", "deep__math"],
+      ["named", "greeter"],
+      ["open", "open"],
+    ]);
+    expect(agents.problems).toEqual([
+      { file: folder!.path("registries/manifest.hocon"), key: "deep/math", reason: expect.stringContaining("belongs to network deep__math") },
+    ]);
+    expect(agents.get("deep/math")).toBeDefined();
+  });
+});
+
 describe("reloading", () => {
   it("picks up changed, added and removed networks on reload", async () => {
     const agents = await loadRegistry({

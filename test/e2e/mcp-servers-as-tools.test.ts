@@ -9,6 +9,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { finalOf, maximal, messagesOf, protocols, restChat, type Json } from "../support/chat-protocols.js";
 import { ScriptedLlm } from "../support/scripted-llm/scripted-llm.js";
 import { ScriptedMcpServer } from "../support/scripted-mcp.js";
+import { ScriptedTokenEndpoint } from "../support/scripted-token-endpoint.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { callingFirst } from "../support/tool-script.js";
 
@@ -34,6 +35,9 @@ function writeFiles(files: Record<string, string>): Record<string, string> {
 describe("MCP servers as tools", () => {
   let llm: ScriptedLlm;
   let mcp: ScriptedMcpServer;
+  let tokens: ScriptedTokenEndpoint;
+  const oauthSecret = `oauth-${secret()}`;
+  const logLines: string[] = [];
   /** Serves the example networks, and its own /mcp. */
   let other: TestServer;
   /** Serves the networks that use MCP servers, ours and the other Axon's. */
@@ -45,24 +49,36 @@ describe("MCP servers as tools", () => {
   let callFirst: { name: string; arguments: JsonObject } | undefined;
 
   beforeAll(async () => {
-    [llm, mcp] = await Promise.all([ScriptedLlm.start("openai"), ScriptedMcpServer.start()]);
+    [llm, mcp, tokens] = await Promise.all([ScriptedLlm.start("openai"), ScriptedMcpServer.start(), ScriptedTokenEndpoint.start()]);
     const otherFiles = writeFiles({ clients: `alice = ${aliceOnOther}\n` });
     other = await startTestServer({ env: { ...llm.env, AXON_CLIENTS_FILE: otherFiles.clients! } });
     const otherMcp = `${other.url}/mcp`;
     const files = writeFiles({
       clients: `alice = ${aliceHere}\n`,
       "mcp_info.hocon": `{
-        "${mcp.url}": { http_headers { Authorization: "Bearer "\${SCRIPTED_MCP_TOKEN} }, mcp_client_info { client_id: "unused" } }
+        "${mcp.url}": {
+          http_headers { Authorization: "Bearer "\${SCRIPTED_MCP_TOKEN} }
+          # The header wins: no token is fetched for this server.
+          mcp_client_info { client_id: "unused", client_secret: "unused" }
+          mcp_server_info { token_endpoint: "${tokens.url}" }
+        }
+        "${mcp.url}?via=oauth": {
+          mcp_client_info { client_id: "axon", client_secret: \${OAUTH_CLIENT_SECRET}, scope: "tools" }
+          mcp_server_info { token_endpoint: "${tokens.url}" }
+        }
         "${otherMcp}": { http_headers { Authorization: "Bearer "\${OTHER_AXON_SECRET} } }
       }`,
     });
     server = await startTestServer({
+      logLines,
       env: {
         ...llm.env,
         AGENT_MANIFEST_FILE: "test/fixtures/parity/registries/mcp_manifest.hocon",
         AGENT_MCP_INFO_FILE: files["mcp_info.hocon"]!,
         AXON_CLIENTS_FILE: files.clients!,
         SCRIPTED_MCP_URL: mcp.url,
+        SCRIPTED_MCP_OAUTH_URL: `${mcp.url}?via=oauth`,
+        OAUTH_CLIENT_SECRET: oauthSecret,
         AXON_MCP_URL: otherMcp,
         SCRIPTED_MCP_TOKEN: mcpToken,
         OTHER_AXON_SECRET: aliceOnOther,
@@ -72,7 +88,7 @@ describe("MCP servers as tools", () => {
   afterAll(async () => {
     await server?.close();
     await other?.close();
-    await Promise.all([llm?.close(), mcp?.close()]);
+    await Promise.all([llm?.close(), mcp?.close(), tokens?.close()]);
   });
   beforeEach(() => {
     llm.reset();
@@ -119,10 +135,36 @@ describe("MCP servers as tools", () => {
     await restChat(server, "mcp_all", { user_message: { text: "1 and 1" } });
     expect(mcp.requests.length).toBeGreaterThan(0);
     expect(new Set(mcp.requests.map((headers) => headers.authorization))).toEqual(new Set([`Bearer ${mcpToken}`]));
-    // What the info file holds that Axon does not do is said when it loads.
-    expect(server.registry.problems).toContainEqual(
-      expect.objectContaining({ key: `${mcp.url}.mcp_client_info`, reason: "is not supported by Axon; ignored", severity: "warning" }),
-    );
+    expect(tokens.requests).toEqual([]);
+  });
+
+  it("a client's own sly_data http_headers for a server win over the info file's, and reach neither the LLM nor the logs", async () => {
+    callFirst = { name: "add", arguments: { a: 1, b: 2 } };
+    const own = `client-${secret()}`;
+    const lines = await restChat(server, "mcp_all", {
+      user_message: { text: "1 and 2" },
+      sly_data: { http_headers: { [mcp.url]: { Authorization: `Bearer ${own}` } } },
+      chat_filter: maximal,
+    });
+    expect(toolResult(lines).text).toBe("3");
+    expect(new Set(mcp.requests.map((headers) => headers.authorization))).toEqual(new Set([`Bearer ${own}`]));
+    expect(JSON.stringify(llm.requests)).not.toContain(own);
+    expect(JSON.stringify(messagesOf(lines))).not.toContain(own);
+    expect(logLines.join("\n")).not.toContain(own);
+  });
+
+  it("OAuth2 client credentials from the info file: a token is fetched once, cached across chats, and sent as the bearer", async () => {
+    callFirst = { name: "add", arguments: { a: 2, b: 2 } };
+    for (const _ of [1, 2]) {
+      const lines = await restChat(server, "mcp_oauth", { user_message: { text: "2 and 2" }, chat_filter: maximal });
+      expect(toolResult(lines).text).toBe("4");
+    }
+    expect(tokens.requests).toHaveLength(1);
+    expect(tokens.requests[0]!.headers.authorization).toBe(`Basic ${Buffer.from(`axon:${encodeURIComponent(oauthSecret)}`).toString("base64")}`);
+    expect(Object.fromEntries(tokens.requests[0]!.form)).toEqual({ grant_type: "client_credentials", scope: "tools" });
+    expect(new Set(mcp.requests.map((headers) => headers.authorization))).toEqual(new Set(["Bearer token-1"]));
+    expect(logLines.join("\n")).not.toContain(oauthSecret);
+    expect(logLines.join("\n")).not.toContain("token-1");
   });
 
   it("an error result of a tool is a tool error the LLM can read", async () => {
@@ -140,6 +182,7 @@ describe("MCP servers as tools", () => {
   });
 
   it("another Axon's network is a tool through that Axon's own /mcp, with the bearer from the MCP info file", async () => {
+    callFirst = { name: "hello_world", arguments: { user_message: { text: "Welsh" } } };
     const lines = await restChat(server, "mcp_axon", { user_message: { text: "Welsh" }, chat_filter: maximal });
     expect(offeredTo("Ask the other server.")).toEqual(["hello_world"]);
     // The other Axon ran its hello_world network: its front man's instructions reached the LLM too.

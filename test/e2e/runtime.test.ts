@@ -118,7 +118,7 @@ describe("the runtime against scripted LLM servers", () => {
   beforeAll(async () => {
     openai = await ScriptedLlm.start("openai");
     anthropic = await ScriptedLlm.start("anthropic");
-    server = await startTestServer({ env: { ...openai.env, ...anthropic.env, ...fixtures, AGENT_HEARTBEAT_SECONDS: "1" } });
+    server = await startTestServer({ env: { ...openai.env, ...anthropic.env, ...fixtures, AGENT_STREAM_KEEP_ALIVE_WITH_PROGRESS_INTERVAL_SECONDS: "1" } });
   });
   afterAll(async () => {
     await server.close();
@@ -137,6 +137,16 @@ describe("the runtime against scripted LLM servers", () => {
     expect(anthropic.requests[0]!.path).toBe("/v1/messages");
     expect(messagesOf(lines).some((m) => m.origin?.at(-1)?.tool === "Doorman")).toBe(true);
     expect(openai.requests).toHaveLength(0);
+  });
+
+  it("allow.from_downstream.messages forwards a called network's messages to the client; without it they stay inside", async () => {
+    const origins = (lines: Json[]) => messagesOf(lines).flatMap((message) => (message.origin ?? []).map((origin: Json) => origin.tool));
+    const forwarded = await restChat(server, "passthrough", { user_message: { text: "Hello" }, chat_filter: maximal });
+    expect(finalOf(forwarded)).toMatchObject({ type: "AGENT_FRAMEWORK" });
+    expect(origins(forwarded)).toContain("Host");
+    const kept = await restChat(server, "quiet_relay", { user_message: { text: "Hello" }, chat_filter: maximal });
+    expect(finalOf(kept)).toMatchObject({ type: "AGENT_FRAMEWORK" });
+    expect(origins(kept)).not.toContain("Host");
   });
 
   it("filters sly_data to the client by to_upstream: kept, renamed and dropped keys", async () => {
@@ -212,16 +222,34 @@ describe("the runtime against scripted LLM servers", () => {
     expect(openai.requests).toHaveLength(4); // one try and three retries
   });
 
-  it("keeps an idle MAXIMAL stream alive with empty AGENT_PROGRESS heartbeats; MINIMAL gets one line", async () => {
+  it.each([
+    ["MINIMAL", {}],
+    ["MAXIMAL", { chat_filter: maximal }],
+  ])("keeps an idle %s stream alive with empty AGENT_PROGRESS messages until the answer", async (_filter, filter) => {
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => (answer = resolve));
     anthropic.script(async (request) => {
-      await new Promise((resolve) => setTimeout(resolve, 2200));
+      await answered;
       return { text: `Answer: ${request.messages.length}` };
     });
-    const lines = await restChat(server, "claude_greeter", { user_message: { text: "pause" }, chat_filter: maximal });
-    const heartbeats = messagesOf(lines).filter((m) => m.type === "AGENT_PROGRESS" && !m.text && !m.structure);
-    expect(heartbeats.length).toBeGreaterThanOrEqual(1);
-    expect(heartbeats[0]).toEqual({ type: "AGENT_PROGRESS" });
-    expect(await restChat(server, "claude_greeter", { user_message: { text: "pause" } })).toHaveLength(1);
+    const response = await fetch(`${server.url}/api/v1/claude_greeter/streaming_chat`, {
+      method: "POST",
+      body: JSON.stringify({ user_message: { text: "pause" }, ...filter }),
+    });
+    const lines: Json[] = [];
+    let pending = "";
+    const decoder = new TextDecoder();
+    for await (const chunk of response.body!) {
+      pending += decoder.decode(chunk, { stream: true });
+      const complete = pending.split("\n");
+      pending = complete.pop()!;
+      for (const line of complete.filter(Boolean)) lines.push(JSON.parse(line) as Json);
+      // The model answers only once a keep-alive went out while it was silent.
+      if (messagesOf(lines).some((message) => message.type === "AGENT_PROGRESS")) answer();
+    }
+    const keepAlives = messagesOf(lines).filter((message) => message.type === "AGENT_PROGRESS" && !message.text && !message.structure);
+    expect(keepAlives[0]).toEqual({ type: "AGENT_PROGRESS" });
+    expect(finalOf(lines)).toMatchObject({ type: "AGENT_FRAMEWORK", text: expect.stringContaining("Answer") });
   });
 });
 

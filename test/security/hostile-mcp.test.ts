@@ -54,7 +54,7 @@ describe.each(["sqlite", "postgresql"] as const)("hostile MCP input on %s", (pro
           headers: {
             host,
             "content-type": "application/json",
-            accept: "application/json, text/event-stream",
+            accept: "application/json",
             ...(token ? { authorization: `Bearer ${token}` } : {}),
           },
         },
@@ -111,7 +111,7 @@ describe.each(["sqlite", "postgresql"] as const)("hostile MCP input on %s", (pro
               ":path": "/mcp",
               ":authority": authority,
               "content-type": "application/json",
-              accept: "application/json, text/event-stream",
+              accept: "application/json",
               authorization: `Bearer ${alice}`,
             });
             let status = 0;
@@ -132,8 +132,8 @@ describe.each(["sqlite", "postgresql"] as const)("hostile MCP input on %s", (pro
       }
     });
 
-    it("does not come before authentication: without a token it is 401 as a google.rpc.Status", async () => {
-      const { status, text } = await post(toolCall("operation_list", "{}"), { host: "[", token: null });
+    it("does not come before authentication: a token that names no client is 401 as a google.rpc.Status", async () => {
+      const { status, text } = await post(toolCall("operation_list", "{}"), { host: "[", token: "not-a-client-secret" });
       expect(status).toBe(401);
       expect(JSON.parse(text)).toMatchObject({ code: 16, details: [{ reason: "UNAUTHENTICATED", metadata: { category: "authentication" } }] });
     });

@@ -110,7 +110,6 @@ describe("the intake", () => {
       { method: "POST", path: "/api/agent/v1/streams" },
       { method: "GET", path: "/api/agent/v1/streams/x" },
       { method: "GET", path: "/api/operator/v1/events" },
-      { method: "POST", path: "/mcp" },
     ];
 
     it("every authenticated REST and plain HTTP route answers 401 before reading the body, and closes the connection", async () => {
@@ -122,6 +121,12 @@ describe("the intake", () => {
           expect(errorInfo(JSON.parse(answer.body))?.metadata.category).toBe("authentication");
         }
       }
+    });
+
+    it("MCP, open to callers without a token as neuro-san's is, answers a token that names no client 401 before reading the body", async () => {
+      const answer = await answeredBeforeBody(server.port, "POST", "/mcp", { authorization: `Bearer ${alice}x`, "content-type": "application/json" });
+      expect(answer.status).toBe(401);
+      expect(errorInfo(JSON.parse(answer.body))?.metadata.category).toBe("authentication");
     });
 
     it("every authenticated Connect method answers 401 before reading the body, unary and streaming", async () => {
@@ -153,9 +158,14 @@ describe("the intake", () => {
       }
     });
 
-    it("REST, MCP and transfers over HTTP/2 answer 401 before the body and reset the stream", async () => {
+    it("REST, MCP and transfers over HTTP/2 answer a bad token 401 before the body and reset the stream", async () => {
       for (const path of ["/api/agent/v1/operations", "/mcp", "/api/agent/v1/sealed-payloads"]) {
-        const { headers, rstCode } = await h2AnsweredBeforeBody(server.url, { ":method": "POST", ":path": path, "content-type": "application/json" });
+        const { headers, rstCode } = await h2AnsweredBeforeBody(server.url, {
+          ":method": "POST",
+          ":path": path,
+          "content-type": "application/json",
+          authorization: `Bearer ${alice}x`,
+        });
         expect(headers[":status"], path).toBe(401);
         // NO_ERROR: reset as soon as the answer was out, not at the body deadline (CANCEL).
         expect(rstCode, path).toBe(http2.constants.NGHTTP2_NO_ERROR);
@@ -167,7 +177,6 @@ describe("the intake", () => {
         ["/api/agent/v1/operations", "application/json"],
         ["/api/operator/v1/requests/x/approve", "application/json"],
         ["/axon.agent.v1.AgentOperationsService/SubmitOperation", "application/json"],
-        ["/mcp", "application/json"],
       ] as const) {
         const response = await fetch(`${server.url}${path}`, { method: "POST", headers: { "content-type": type }, body: "{not json" });
         expect(response.status, path).toBe(401);
@@ -298,6 +307,10 @@ describe("the intake", () => {
       expect(refused.head).toContain("retry-after: 1");
       expect(refused.head).toContain("connection: close");
       expect(errorInfo(JSON.parse(refused.body))).toMatchObject({ reason: "INTAKE_FULL", metadata: { category: "unavailable" } });
+      // MCP without a token is metered the same.
+      const mcp = await answeredBeforeBody(roomy.port, "POST", "/mcp", { "content-type": "application/json" }, partial);
+      expect(mcp.status).toBe(503);
+      expect(errorInfo(JSON.parse(mcp.body))).toMatchObject({ reason: "INTAKE_FULL" });
 
       // gRPC is metered the same, on its fast path (unary) and through connect-node (streams).
       for (const path of ["/dev.cognizant_ai.neuro_san.api.grpc.concierge.ConciergeService/List", "/dev.cognizant_ai.neuro_san.api.grpc.agent.AgentService/StreamingChat"]) {

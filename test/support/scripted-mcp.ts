@@ -35,7 +35,7 @@ export class ScriptedMcpServer {
     const scripted = new ScriptedMcpServer(server, `http://127.0.0.1:${port}/mcp`);
     server.on("request", (request, response) => {
       scripted.requests.push(request.headers);
-      if (request.url !== "/mcp" || request.method !== "POST") {
+      if (request.url?.split("?", 1)[0] !== "/mcp" || request.method !== "POST") {
         response.writeHead(405).end();
         return;
       }

@@ -1,10 +1,21 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { ClientCredentialsTokens } from "./client-credentials.js";
 import type { McpServerInfo } from "./mcp-info.js";
+import type { RequestHeaders } from "./request-credentials.js";
+
+/** What authenticates one chat's calls beyond the MCP info file's headers. */
+export interface McpCredentials {
+  /** The client's own headers for this request (sly_data `http_headers`): they win over the info file's. */
+  requestHeaders?: RequestHeaders;
+  /** Fetches OAuth2 tokens for servers whose info names client credentials. */
+  tokens?: ClientCredentialsTokens;
+}
 
 /**
- * The MCP servers one chat talks to, over Streamable HTTP: each connected on first use (with its headers from the MCP
- * info file) and closed when the chat ends, so no state outlives a request.
+ * The MCP servers one chat talks to, over Streamable HTTP: each connected on first use and closed when the chat ends,
+ * so no state outlives a request. Credentials as neuro-san applies them: headers (the request's over the info file's)
+ * first; only without an Authorization header a client-credentials token.
  */
 export class McpConnections {
   private readonly clients = new Map<string, Promise<Client>>();
@@ -14,6 +25,7 @@ export class McpConnections {
     readonly infoOf: (url: string) => McpServerInfo | undefined,
     /** Per request: the chat's deadline aborts it sooner. */
     private readonly timeoutMs: number,
+    private readonly credentials: McpCredentials = {},
   ) {}
 
   /** Every tool the server offers (all pages). */
@@ -52,7 +64,7 @@ export class McpConnections {
   }
 
   private async connect(url: string, signal: AbortSignal): Promise<Client> {
-    const headers = this.infoOf(url)?.headers ?? {};
+    const headers = await this.headersFor(url, signal);
     // Loaded on the first connection, not at start: the SDK and its validators (zod, ajv) are ~250 modules.
     const [{ Client }, { StreamableHTTPClientTransport }] = await Promise.all([
       import("@modelcontextprotocol/sdk/client/index.js"),
@@ -61,6 +73,16 @@ export class McpConnections {
     const client = new Client({ name: "axon", version: process.env.npm_package_version ?? "dev" });
     await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }), { signal, timeout: this.timeoutMs });
     return client;
+  }
+
+  private async headersFor(url: string, signal: AbortSignal): Promise<Record<string, string>> {
+    const info = this.infoOf(url);
+    const headers = { ...info?.headers, ...this.credentials.requestHeaders?.get(url) };
+    const authorized = Object.keys(headers).some((name) => name.toLowerCase() === "authorization");
+    if (!authorized && info?.clientCredentials && this.credentials.tokens) {
+      headers.Authorization = `Bearer ${await this.credentials.tokens.accessToken(info.clientCredentials, signal)}`;
+    }
+    return headers;
   }
 }
 
