@@ -2,8 +2,8 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import type { PrincipalSet } from "../auth/principals.js";
-import { authenticated } from "../server/authenticate.js";
+import type { Authenticator } from "../server/authenticate.js";
+import { certificateNamesOf } from "../server/client-certificate.js";
 import { leavesUnreadBody, requestOrigin } from "../server/http-request.js";
 import type { HttpRequest, HttpResponse } from "../server/listener.js";
 import { writeStatusError } from "../server/rest/http-response.js";
@@ -11,8 +11,8 @@ import { toConnectError } from "../server/status.js";
 import { createMcpServer, type McpDeps } from "./mcp-server.js";
 
 export interface McpHandlerOptions extends McpDeps {
-  /** Client secrets: the client a bearer names scopes every tool. */
-  clients: PrincipalSet;
+  /** The client a bearer (or client certificate) names scopes every tool. */
+  authenticator: Pick<Authenticator, "client">;
   /** Aborted when the server shuts down: open waits and chats end with it. */
   shutdownSignal?: AbortSignal;
   /** Largest JSON-RPC body accepted, in bytes (default 4 MiB). */
@@ -38,7 +38,8 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
       // Authentication comes before every other check, with the same 401 as the rest of Axon.
       let clientId: string;
       try {
-        clientId = authenticated(options.clients, req.headers.authorization ?? null).name;
+        const credentials = { authorization: req.headers.authorization, certificateNames: certificateNamesOf(req.socket) };
+        clientId = (await options.authenticator.client(credentials)).name;
       } catch (error) {
         const status = toConnectError(error);
         writeStatusError(res, status, { headers: status.metadata, close: leavesUnreadBody(req) });

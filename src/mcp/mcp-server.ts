@@ -3,6 +3,7 @@ import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, typ
 import * as z from "zod";
 import type { ChatRunner } from "../agents/chat-runner.js";
 import type { AgentRegistry } from "../agents/registry.js";
+import type { NetworkAccess } from "../auth/network-access.js";
 import type { FieldViolation } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { OperationsBroker } from "../operations/broker.js";
@@ -17,6 +18,8 @@ export interface McpDeps {
   /** The operation types a client may use (the descriptor's list). */
   operationsFor(clientId: string): string[];
   registry: Pick<AgentRegistry, "get" | "listMcp">;
+  /** The networks each client may see: the only ones offered (and callable) as tools. */
+  access: Pick<NetworkAccess, "allows">;
   chats: ChatRunner;
   logger: Logger;
 }
@@ -75,9 +78,9 @@ function toolsFor(deps: McpDeps, clientId: string): ToolDefinition[] {
   const operations = deps.operationsFor(clientId);
   const tools = [...operations.map((operation) => operationTool(operation, operationContext)), ...lifecycleTools(operationContext)];
 
-  const networkContext = { registry: deps.registry, chats: deps.chats, logger: deps.logger };
+  const networkContext = { registry: deps.registry, chats: deps.chats, logger: deps.logger, allowed: (network: string) => deps.access.allows(clientId, network) };
   const taken = new Set<string>([...lifecycleToolNames, ...operations.map(operationToolName)]);
-  for (const listing of deps.registry.listMcp()) {
+  for (const listing of deps.registry.listMcp().filter((listing) => networkContext.allowed(listing.agentName))) {
     const name = networkToolName(listing.agentName, taken);
     if (name === undefined) {
       deps.logger.warn({ network: listing.agentName }, "agent network not offered over MCP: no usable tool name");

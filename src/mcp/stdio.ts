@@ -38,7 +38,7 @@ if (!client) {
 void operations.worker.start();
 
 const stopping = new AbortController();
-const server = createMcpServer({ broker: operations.broker, operationsFor: operations.operationsFor, registry, chats, logger }, { clientId: client.name, signal: stopping.signal });
+const server = createMcpServer({ broker: operations.broker, operationsFor: operations.operationsFor, registry, access: operations.access, chats, logger }, { clientId: client.name, signal: stopping.signal });
 const transport = new StdioServerTransport();
 let closed = false;
 const close = async (): Promise<void> => {

@@ -1,5 +1,6 @@
 import { assertSeparateSecrets, loadPrincipals, type GeneratedSecret, type PrincipalSet } from "../auth/principals.js";
 import type { AgentRegistry } from "../agents/registry.js";
+import { loadNetworkAccess, type NetworkAccess } from "../auth/network-access.js";
 import type { ChatRunner } from "../agents/chat-runner.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
@@ -29,6 +30,8 @@ export interface Operations {
   /** Secrets created on this first start, to show the administrator once. */
   generatedSecrets: (GeneratedSecret & { kind: string })[];
   operationsFor(clientId: string): string[];
+  /** Which agent networks each principal may see (AXON_NETWORK_ACCESS_FILE). */
+  access: NetworkAccess;
   close(): Promise<void>;
 }
 
@@ -42,16 +45,17 @@ export async function startOperations(
   const operators = await loadPrincipals(config.operatorsFile, "operator", { generateIfMissing: { names: ["admin"] }, logger });
   assertSeparateSecrets(clients.principals, operators.principals);
 
-  const [policy, admission, credentials] = await Promise.all([
+  const [policy, admission, credentials, access] = await Promise.all([
     loadPolicy(config.policyFile, { projectRoot: config.projectRoot }),
     loadAdmissionLimits(config.admissionFile, { projectRoot: config.projectRoot }),
     loadCredentials(config.credentialsFile, deps.env, { projectRoot: config.projectRoot }),
+    loadNetworkAccess(config.networkAccessFile, { projectRoot: config.projectRoot }),
   ]);
   const database = await openDatabase(config.databaseUrl, { logger });
   const clock = deps.clock ?? systemClock;
   const transfers = await createTransfers({ database, settings: transferSettingsFromEnv(deps.env), dataDir: config.dataDir, logger, clock });
   const providers = new ProviderRegistry([
-    new AgentChatProvider({ registry: deps.registry, chats: deps.chats }),
+    new AgentChatProvider({ registry: deps.registry, access, chats: deps.chats }),
     new HttpRequestProvider({ credentials, sealedBodies: transfers.sealedPayloads, timeoutMs: config.httpRequestTimeoutSeconds * 1000 }),
   ]);
 
@@ -86,6 +90,7 @@ export async function startOperations(
       ...operators.generated.map((secret) => ({ ...secret, kind: "operator" })),
     ],
     operationsFor: (clientId) => operationsAvailableTo(policy, clientId, providers.names()),
+    access,
     async close() {
       clearInterval(sweeper);
       await worker.stop();

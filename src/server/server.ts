@@ -6,11 +6,12 @@ import type { Config } from "../config.js";
 import { AxonError, notFound } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { McpHandler } from "../mcp/http-transport.js";
-import { serviceAuthenticator } from "./authenticate.js";
+import type { JwtVerifier } from "../auth/jwt.js";
+import { Authenticator, serviceAuthenticator } from "./authenticate.js";
 import { checkedEnvelopes, isEnveloped } from "./connect/checked-envelopes.js";
 import { connectNodeRequest } from "./connect/node-request.js";
 import { connectUnaryRoute } from "./connect/unary-call.js";
-import { pathAgentNameKey, protocolKey, type Protocol } from "./context.js";
+import { pathAgentNameKey, protocolKey, socketKey, type Protocol } from "./context.js";
 import { restServices } from "./descriptors.js";
 import { leavesUnreadBody } from "./http-request.js";
 import { grpcUnaryRoute } from "./grpc/unary-call.js";
@@ -34,6 +35,8 @@ import { serveWebConsole } from "./web-console.js";
 export interface AxonServerOptions extends Services {
   config: Config;
   logger: Logger;
+  /** Bearer JWTs from an identity provider, when AXON_JWT_ISSUER is set. */
+  tokens?: JwtVerifier | undefined;
 }
 
 export interface AxonServer {
@@ -58,10 +61,16 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
   const shutdown = new AbortController();
   // Every call that watches shutdown adds a listener to this signal: far more than the default 10.
   setMaxListeners(0, shutdown.signal);
+  const authenticator = new Authenticator({
+    ...options.operations.principals,
+    tokens: options.tokens,
+    identifyNeuroSanCallers: !options.operations.access.isOpen,
+    trustUserIdMetadata: config.trustUserIdMetadata,
+  });
   const pipeline = new CallPipeline({
     logger,
     metrics,
-    authenticate: serviceAuthenticator(options.operations.principals),
+    authenticate: serviceAuthenticator(authenticator),
     forwardedMetadata: config.forwardedRequestMetadata,
     intake: new IntakeBudget(config.unauthenticatedBodyBytes),
   });
@@ -92,7 +101,8 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
     (mcp ??= import("../mcp/http-transport.js").then(({ createMcpHandler }) =>
       createMcpHandler({
         broker: options.operations.broker,
-        clients: options.operations.principals.clients,
+        authenticator,
+        access: options.operations.access,
         operationsFor: options.operations.descriptor.operationsFor,
         registry: options.registry,
         chats: options.chats,
@@ -139,6 +149,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
       if (served) return served;
       const values = createContextValues();
       values.set(protocolKey, protocolOf(req.headers["content-type"]));
+      values.set(socketKey, req.socket);
       if (rpc.pathAgentName !== undefined) values.set(pathAgentNameKey, rpc.pathAgentName);
       const connectHandler = connectHandlers.get(requestPath(rpc.spec.method))!;
       const contentType = req.headers["content-type"];

@@ -62,7 +62,7 @@ export function createRestTranscoder(options: RestTranscoderOptions): RestTransc
     const { route, variables } = match;
     const strict = isStrictService(route.method.parent);
     const header = (name: string): string | undefined => headerIn(req.headers, name);
-    const call = options.pipeline.begin({ method: route.method, protocol: "rest", header });
+    const call = await options.pipeline.begin({ method: route.method, protocol: "rest", header, socket: req.socket });
     res.setHeader("x-request-id", call.requestId);
     if (strict) for (const [name, value] of Object.entries(strictResponseHeaders)) res.setHeader(name, value);
     let writer: JsonLinesWriter | undefined;
