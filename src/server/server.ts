@@ -16,6 +16,7 @@ import { restServices } from "./descriptors.js";
 import { leavesUnreadBody } from "./http-request.js";
 import { grpcUnaryRoute } from "./grpc/unary-call.js";
 import { IntakeBudget } from "./intake-budget.js";
+import { TlsCredentials } from "./tls-credentials.js";
 import { listen, type HttpRequest, type HttpResponse, type Listener } from "./listener.js";
 import { Metrics } from "./metrics.js";
 import { serveOperatorEvents } from "./operator-events.js";
@@ -193,7 +194,8 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
     idleTimeoutMs: config.idleTimeoutSeconds * 1000,
     answerBodyTimeout: (res: HttpResponse) => writeStatusError(res, toConnectError(bodyTimedOut(config.bodyTimeoutSeconds)), { status: 408 }),
   };
-  for (const port of listenOn) listeners.push(await listen(handler, { port, host: config.host, onHttp2Stream, ...intakeTimeouts }));
+  const tls = config.tls && TlsCredentials.load(config.tls, logger);
+  for (const port of listenOn) listeners.push(await listen(handler, { port, host: config.host, onHttp2Stream, tls, ...intakeTimeouts }));
 
   return {
     ports: listeners.map((listener) => listener.port),
