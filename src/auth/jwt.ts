@@ -49,7 +49,10 @@ export class JwtVerifier {
     if (settings.jwksFile !== undefined) {
       keys = createLocalJWKSet(JSON.parse(await readFile(settings.jwksFile, "utf8")) as JSONWebKeySet);
     } else if (settings.jwksUrl !== undefined) {
-      keys = remoteKeySet(new URL(settings.jwksUrl), clock, options.logger);
+      const remote = remoteKeySet(new URL(settings.jwksUrl), clock, options.logger);
+      // Fetched before the first token arrives, so that no caller waits for it; a failure is retried on first use.
+      await remote.refresh();
+      keys = remote.keys;
     } else {
       throw new Error("AXON_JWT_ISSUER needs AXON_JWT_JWKS_URL or AXON_JWT_JWKS_FILE");
     }
@@ -98,7 +101,7 @@ export class JwtVerifier {
  * The issuer's key set from its JWKS URL: fetched on first use, kept, and fetched again when a token names a `kid` it
  * does not hold (a rotation), at most once per cooldown on the injected clock.
  */
-function remoteKeySet(url: URL, clock: Clock, logger: Logger | undefined): JWTVerifyGetKey {
+function remoteKeySet(url: URL, clock: Clock, logger: Logger | undefined): { keys: JWTVerifyGetKey; refresh(): Promise<void> } {
   let current: JWTVerifyGetKey | undefined;
   let fetchedAt = Number.NEGATIVE_INFINITY;
   let inFlight: Promise<void> | undefined;
@@ -117,7 +120,7 @@ function remoteKeySet(url: URL, clock: Clock, logger: Logger | undefined): JWTVe
       }
     })());
 
-  return async (header, token) => {
+  const keys: JWTVerifyGetKey = async (header, token) => {
     if (current === undefined || inFlight !== undefined) await refresh();
     try {
       if (current === undefined) throw new errors.JWKSNoMatchingKey();
@@ -129,6 +132,7 @@ function remoteKeySet(url: URL, clock: Clock, logger: Logger | undefined): JWTVe
       return current(header, token);
     }
   };
+  return { keys, refresh };
 }
 
 export function jwtSettingsFromEnv(env: NodeJS.ProcessEnv, resolvePath: (file: string) => string): JwtSettings | undefined {

@@ -195,6 +195,21 @@ describe("mutual TLS", () => {
     }
   });
 
+  it("the certificate names the client over HTTP/2 as well", async () => {
+    const session = http2.connect(url, { ca: ca.pem, servername: "localhost", cert: read(aliceCert.certFile), key: read(aliceCert.keyFile) });
+    try {
+      const status = await new Promise<number>((resolve, reject) => {
+        const stream = session.request({ ":path": "/api/agent/v1/operations" });
+        stream.on("response", (headers) => resolve(Number(headers[":status"])));
+        stream.on("error", reject);
+        stream.resume();
+      });
+      expect(status).toBe(200);
+    } finally {
+      session.close();
+    }
+  });
+
   it("a certificate that names no client is only a connection: the agent surface still wants a bearer", async () => {
     const nobody = ca.issue("nobody", "nobody");
     const fetchAsNobody = await withCertificate(nobody);
