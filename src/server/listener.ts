@@ -100,9 +100,9 @@ export async function listen(handler: RequestHandler, options: ListenerOptions):
     closeIdleSession(session, idleTimeoutMs);
   });
 
+  const secure = options.tls && secureLayer(options.tls, headersTimeoutMs);
   // http.Server sets TCP_NODELAY on sockets it accepts itself; these it is handed, so say it here: streamed
   // messages are small writes that Nagle's algorithm would hold back for the peer's acknowledgement.
-  const secure = options.tls && secureLayer(options.tls, headersTimeoutMs);
   const tcpServer = net.createServer({ noDelay: true }, (socket) => {
     sockets.add(socket);
     undecided.add(socket);
