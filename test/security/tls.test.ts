@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import { X509Certificate } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import http2 from "node:http2";
+import https from "node:https";
 import net from "node:net";
 import tls from "node:tls";
 import { promisify } from "node:util";
@@ -134,6 +135,27 @@ describe("TLS on the one port", () => {
       socket.on("error", (error: NodeJS.ErrnoException) => resolve(error.code ?? "error"));
     });
     expect(old).not.toBe("connected");
+  });
+
+  it("answers a wrong token before the body over TLS too, and closes the connection", async () => {
+    const answer = await within(
+      5_000,
+      new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
+        const request = https.request(
+          `${url}/api/agent/v1/operations`,
+          { method: "POST", ca: ca.pem, servername: "localhost", headers: { authorization: "Bearer wrong", "content-type": "application/json", "content-length": 1024 * 1024 } },
+          (response) => {
+            response.resume();
+            resolve({ status: response.statusCode!, connection: response.headers.connection });
+          },
+        );
+        request.on("error", reject);
+        // Headers only: the declared megabyte never comes.
+        request.flushHeaders();
+      }),
+      "the 401 before the body",
+    );
+    expect(answer).toEqual({ status: 401, connection: "close" });
   });
 
   it("a replaced certificate reaches new connections within seconds, and open connections go on", async () => {
