@@ -2,8 +2,7 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import type { Authenticator } from "../server/authenticate.js";
-import { certificateNamesOf } from "../server/client-certificate.js";
+import { credentialsOf, type Authenticator } from "../server/authenticate.js";
 import { leavesUnreadBody, requestOrigin } from "../server/http-request.js";
 import type { HttpRequest, HttpResponse } from "../server/listener.js";
 import { writeStatusError } from "../server/rest/http-response.js";
@@ -38,8 +37,7 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
       // Authentication comes before every other check, with the same 401 as the rest of Axon.
       let clientId: string;
       try {
-        const credentials = { authorization: req.headers.authorization, certificateNames: certificateNamesOf(req.socket) };
-        clientId = (await options.authenticator.client(credentials)).name;
+        clientId = (await options.authenticator.client(credentialsOf(req))).name;
       } catch (error) {
         const status = toConnectError(error);
         writeStatusError(res, status, { headers: status.metadata, close: leavesUnreadBody(req) });

@@ -3,6 +3,7 @@ import { Code } from "@connectrpc/connect";
 import { JwtVerifier } from "../auth/jwt.js";
 import { parseBearer, PRINCIPAL_NAME, type Principal, type PrincipalKind, type PrincipalSet } from "../auth/principals.js";
 import { AxonError } from "../errors.js";
+import { certificateNamesOf } from "./client-certificate.js";
 import { AgentOperationsService } from "../gen/axon/agent/v1/agent_pb.js";
 import { OperatorService } from "../gen/axon/operator/v1/operator_pb.js";
 import { AgentService } from "../gen/neuro_san/api/grpc/agent_pb.js";
@@ -100,7 +101,7 @@ export function serviceAuthenticator(authenticator: Authenticator): ServiceAuthe
   return async (service, credentials) => bySurface.get(service.typeName)?.(credentials);
 }
 
-/** The secrets of one set alone (the plain HTTP routes that predate tokens). */
-export function authenticated(set: PrincipalSet, authorization: string | null): Principal {
-  return set.authenticate(parseBearer(authorization)) ?? refuse(set.kind);
+/** What a plain HTTP route's request presents (the RPCs get theirs from the call pipeline). */
+export function credentialsOf(req: { headers: { authorization?: string | undefined }; socket: unknown }): Credentials {
+  return { authorization: req.headers.authorization, certificateNames: certificateNamesOf(req.socket) };
 }

@@ -96,7 +96,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
   const connectUnary = connectUnaryRoute(direct);
   const rest = createRestTranscoder({ services: restServices, methods, ...direct });
   const webConsole = serveWebConsole();
-  const transferRoutes = createTransferRoutes({ transfers: options.operations.transfers, clients: options.operations.principals.clients, logger });
+  const transferRoutes = createTransferRoutes({ transfers: options.operations.transfers, authenticator, logger });
   let mcp: Promise<McpHandler> | undefined;
   const mcpHandler = (): Promise<McpHandler> =>
     (mcp ??= import("../mcp/http-transport.js").then(({ createMcpHandler }) =>
@@ -123,7 +123,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
       res.writeHead(200, { "content-type": metrics.contentType });
       res.end(body);
     },
-    "/api/operator/v1/events": (res, req) => serveOperatorEvents(req, res, options.operations.broker, options.operations.principals.operators),
+    "/api/operator/v1/events": (res, req) => serveOperatorEvents(req, res, options.operations.broker, authenticator),
     "/api/v1/docs": (res) => {
       openApi ??= JSON.stringify(buildOpenApi(restServices, { title: "Axon", version: "1" }));
       res.writeHead(200, { "content-type": "application/json" });

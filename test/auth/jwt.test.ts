@@ -200,6 +200,16 @@ describe("bearer JWTs from an identity provider", () => {
       expect((await get("/api/operator/v1/requests", await liveToken({ roles: ["axon-operator"] }))).status).toBe(200);
     });
 
+    it("the plain HTTP routes take tokens too: the operator feed and the transfer routes", async () => {
+      const feed = new AbortController();
+      const events = await fetch(`${server.url}/api/operator/v1/events`, { headers: { authorization: `Bearer ${await liveToken({ roles: ["axon-operator"] })}` }, signal: feed.signal });
+      expect(events.status).toBe(200);
+      expect(events.headers.get("content-type")).toBe("text/event-stream");
+      feed.abort();
+      expect((await get("/api/agent/v1/streams/str_unknown", await liveToken())).status).toBe(404);
+      expect((await get("/api/agent/v1/streams/str_unknown", "x.y.z")).status).toBe(401);
+    });
+
     it("a refused token is a plain 401 and is never written to the logs", async () => {
       const expired = await sign(live, {}, { iat: 1_000_000, exp: 1_000_060 });
       const response = await get("/api/agent/v1/operations", expired);
