@@ -3,11 +3,11 @@ import { Code } from "@connectrpc/connect";
 import { JwtVerifier } from "../auth/jwt.js";
 import { parseBearer, PRINCIPAL_NAME, type Principal, type PrincipalKind, type PrincipalSet } from "../auth/principals.js";
 import { AxonError } from "../errors.js";
-import { certificateNamesOf } from "./client-certificate.js";
 import { AgentOperationsService } from "../gen/axon/agent/v1/agent_pb.js";
 import { OperatorService } from "../gen/axon/operator/v1/operator_pb.js";
 import { AgentService } from "../gen/neuro_san/api/grpc/agent_pb.js";
 import { ConciergeService } from "../gen/neuro_san/api/grpc/concierge_pb.js";
+import { certificateNamesOf } from "./client-certificate.js";
 
 /** What a call presents to say who it is. */
 export interface Credentials {
