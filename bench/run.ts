@@ -276,7 +276,7 @@ async function printObservationCost(): Promise<void> {
     const before = process.cpuUsage();
     // In slices, so that the writer's asynchronous writes run between them as they would between requests.
     for (let done = 0; done < calls; done += 100) {
-      for (let call = 0; call < 100; call++) pipeline.begin({ method: ConciergeService.method.list, protocol: "grpc", header }).finish();
+      for (let call = 0; call < 100; call++) (await pipeline.begin({ method: ConciergeService.method.list, protocol: "grpc", header })).finish();
       await new Promise((resolve) => setImmediate(resolve));
     }
     await new Promise((resolve) => setTimeout(resolve, 100));

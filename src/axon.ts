@@ -1,6 +1,7 @@
 import type { ChatRunner } from "./agents/chat-runner.js";
 import { ChatThread } from "./agents/chat-thread/chat-thread.js";
 import { AgentRegistry } from "./agents/registry.js";
+import { JwtVerifier } from "./auth/jwt.js";
 import type { Config } from "./config.js";
 import type { Logger } from "./logger.js";
 import { startOperations, type Operations } from "./operations/operations.js";
@@ -49,16 +50,21 @@ export async function startAxon(
     throw error;
   });
   if (config.manifestUpdatePeriodSeconds > 0) registry.watch(config.manifestUpdatePeriodSeconds);
+  if (operations.access.isOpen) logger.info("no AXON_NETWORK_ACCESS_FILE: every agent network is open to every caller");
+  else logger.info({ file: operations.access.source }, "agent networks are granted per principal");
+  const tokens = config.jwt && (await JwtVerifier.create(config.jwt, { logger }));
   const health = new HealthState();
   const server = await startServer({
     config,
     logger,
+    tokens,
     registry,
     chats,
     health,
     operations: {
       broker: operations.broker,
       principals: operations.principals,
+      access: operations.access,
       transfers: operations.transfers,
       descriptor: {
         contractDigest,

@@ -1,4 +1,5 @@
 import path from "node:path";
+import { jwtSettingsFromEnv, type JwtSettings } from "./auth/jwt.js";
 
 /** Everything Axon reads from its environment, read once, in one place. */
 export interface Config {
@@ -59,6 +60,21 @@ export interface Config {
   replicaLeaseSeconds: number;
   /** How long an `http.request` operation waits for its upstream before its outcome is unknown. */
   httpRequestTimeoutSeconds: number;
+  /** `AXON_NETWORK_ACCESS_FILE`: which networks each principal may see; undefined = every network open to everyone. */
+  networkAccessFile: string | undefined;
+  /** `AXON_TRUST_USER_ID_METADATA=true`: a trusted proxy sets neuro-san's `user_id`, so it names the caller. */
+  trustUserIdMetadata: boolean;
+  /** Bearer JWTs from an identity provider (`AXON_JWT_*`), when `AXON_JWT_ISSUER` is set. */
+  jwt: JwtSettings | undefined;
+  /** TLS on every port (`AXON_TLS_*`), when a certificate and key are set. */
+  tls: TlsSettings | undefined;
+}
+
+export interface TlsSettings {
+  certFile: string;
+  keyFile: string;
+  /** Client certificates from this CA are asked for and verified (mTLS). */
+  clientCaFile: string | undefined;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = process.cwd()): Config {
@@ -104,7 +120,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = p
     heartbeatSeconds: integer(env, "AGENT_STREAM_KEEP_ALIVE_WITH_PROGRESS_INTERVAL_SECONDS", integer(env, "AGENT_HEARTBEAT_SECONDS", 0)),
     replicaLeaseSeconds: integer(env, "AXON_REPLICA_LEASE_SECONDS", 15, 1),
     httpRequestTimeoutSeconds: integer(env, "AXON_HTTP_REQUEST_TIMEOUT_SECONDS", 30, 1),
+    networkAccessFile: optionalPath(projectRoot, env.AXON_NETWORK_ACCESS_FILE),
+    trustUserIdMetadata: boolean(env, "AXON_TRUST_USER_ID_METADATA", false),
+    jwt: jwtSettingsFromEnv(env, (file) => path.resolve(projectRoot, file)),
+    tls: tlsSettings(env, projectRoot),
   };
+}
+
+function tlsSettings(env: NodeJS.ProcessEnv, projectRoot: string): TlsSettings | undefined {
+  const certFile = optionalPath(projectRoot, env.AXON_TLS_CERT_FILE);
+  const keyFile = optionalPath(projectRoot, env.AXON_TLS_KEY_FILE);
+  const clientCaFile = optionalPath(projectRoot, env.AXON_TLS_CLIENT_CA_FILE);
+  if (certFile === undefined && keyFile === undefined && clientCaFile === undefined) return undefined;
+  if (certFile === undefined || keyFile === undefined) throw new Error("TLS needs both AXON_TLS_CERT_FILE and AXON_TLS_KEY_FILE");
+  return { certFile, keyFile, clientCaFile };
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {

@@ -19,16 +19,18 @@ if (axon) announce(axon);
 function announce(axon: Axon): void {
   const [httpPort, grpcPort] = axon.server.ports;
   const { generatedSecrets } = axon.operations;
+  const url = `${config.tls ? "https" : "http"}://localhost:${httpPort}`;
   logger.info(
     {
-      url: `http://localhost:${httpPort}`,
+      url,
+      tls: config.tls ? (config.tls.clientCaFile ? "mutual" : "server") : "off",
       neuro_san_grpc_port: grpcPort,
       manifest: config.manifestFile,
       networks: axon.registry.listPublic().map((agent) => agent.agentName),
       database: providerOf(config.databaseUrl),
       llm: describeLlm(process.env),
     },
-    `Axon is serving gRPC, gRPC-Web, Connect and REST on http://localhost:${httpPort}`,
+    `Axon is serving gRPC, gRPC-Web, Connect and REST on ${url}`,
   );
 
   // Shown once, on the terminal rather than in the logs: the files keep them, the logs never carry a secret.

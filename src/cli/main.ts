@@ -9,6 +9,7 @@ import { CHAT_PROTOCOLS } from "./chat-protocols.js";
 import type { CompletionShell } from "./completion-command.js";
 import { parseJsonObject, parsePositiveInteger, type CliContext } from "./context.js";
 import { EXIT_STATUS_HELP, ExitStatus, failureLine, toCliFailure } from "./failure.js";
+import { rerunTrusting } from "./trusted-ca.js";
 
 // Each command loads its module when it runs: a CLI invocation pays only for what it uses.
 const networkCommands = () => import("./network-commands.js");
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
     .description("Serve and use Axon: agent networks (neuro-san API) and Agent Operations V1.")
     .version(axonPackage.version, "-V, --version", "print the version")
     .addOption(new Option("--url <url>", "the server's URL").env("AXON_URL").default("http://localhost:8080").argParser(serverUrl))
+    .addOption(new Option("--ca-file <pem>", "trust this CA (PEM) for an https --url").env("AXON_CA_FILE"))
     .addOption(new Option("--json", "machine output: exactly one JSON document on stdout"))
     .addOption(new Option("--token <secret>", "client secret (operations, grants, mcp)").env("AXON_TOKEN"))
     .addOption(new Option("--operator-token <secret>", "operator secret (operator commands)").env("AXON_OPERATOR_TOKEN"))
@@ -228,7 +230,9 @@ export async function runCli(argv: string[]): Promise<{ status: number; serving:
   let serving = false;
   try {
     program.hook("preAction", (_program, action) => {
-      url = action.optsWithGlobals<{ url: string }>().url;
+      const options = action.optsWithGlobals<{ url: string; caFile?: string }>();
+      url = options.url;
+      if (options.caFile) rerunTrusting(options.caFile);
       serving = action.parent === program && LONG_RUNNING.has(action.name());
     });
     await program.parseAsync(argv, { from: "user" });

@@ -2,8 +2,7 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import type { PrincipalSet } from "../auth/principals.js";
-import { authenticated } from "../server/authenticate.js";
+import { credentialsOf, type Authenticator } from "../server/authenticate.js";
 import { leavesUnreadBody, requestOrigin } from "../server/http-request.js";
 import type { IntakeBudget } from "../server/intake-budget.js";
 import type { HttpRequest, HttpResponse } from "../server/listener.js";
@@ -14,8 +13,8 @@ import { isJsonObject } from "../json.js";
 import { createMcpServer, type McpDeps } from "./mcp-server.js";
 
 export interface McpHandlerOptions extends McpDeps {
-  /** Client secrets: a bearer names the client whose operation tools are listed beside the network tools. */
-  clients: PrincipalSet;
+  /** A bearer (or a client certificate) names the client whose operation tools are listed beside the network tools. */
+  authenticator: Pick<Authenticator, "client">;
   /** Aborted when the server shuts down: open waits and chats end with it. */
   shutdownSignal?: AbortSignal;
   /** Largest JSON-RPC body accepted, in bytes (default 4 MiB). */
@@ -48,7 +47,12 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
       // A bearer that names no client is refused before anything else, with the same 401 as the rest of Axon.
       let clientId: string | undefined;
       try {
-        if (req.headers.authorization !== undefined) clientId = authenticated(options.clients, req.headers.authorization).name;
+        // With no bearer, a client certificate may name the client; a caller named by neither is anonymous.
+        const credentials = credentialsOf(req);
+        clientId =
+          credentials.authorization === undefined
+            ? await options.authenticator.client(credentials).then((client) => client.name, () => undefined)
+            : (await options.authenticator.client(credentials)).name;
       } catch (error) {
         const status = toConnectError(error);
         writeStatusError(res, status, { headers: status.metadata, close: leavesUnreadBody(req) });

@@ -3,6 +3,7 @@ import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, typ
 import * as z from "zod";
 import type { ChatRunner } from "../agents/chat-runner.js";
 import type { AgentRegistry } from "../agents/registry.js";
+import type { NetworkAccess } from "../auth/network-access.js";
 import type { FieldViolation } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { OperationsBroker } from "../operations/broker.js";
@@ -17,6 +18,8 @@ export interface McpDeps {
   /** The operation types a client may use (the descriptor's list). */
   operationsFor(clientId: string): string[];
   registry: Pick<AgentRegistry, "get" | "listMcp">;
+  /** The networks each client may see: the only ones offered (and callable) as tools. */
+  access: Pick<NetworkAccess, "allows">;
   chats: ChatRunner;
   logger: Logger;
 }
@@ -79,19 +82,20 @@ function toolsFor(deps: McpDeps, clientId: string | undefined): { tools: ToolDef
     for (const name of [...lifecycleToolNames, ...operations.map(operationToolName)]) taken.add(name);
   }
   const byNetworkName = new Map<string, ToolDefinition>();
-  for (const tool of networkTools(deps, taken)) {
+  for (const tool of networkTools(deps, clientId, taken)) {
     tools.push(tool);
     byNetworkName.set(tool.title, tool);
   }
   return { tools, byNetworkName };
 }
 
-/** Every network tool a caller sees; each call of one goes through the tool this returns. */
-function networkTools(deps: McpDeps, taken: ReadonlySet<string>): ToolDefinition[] {
-  const context = { registry: deps.registry, chats: deps.chats, logger: deps.logger };
+/** Every network tool a caller sees (AXON_NETWORK_ACCESS_FILE decides which); each call of one goes through the tool this returns. */
+function networkTools(deps: McpDeps, clientId: string | undefined, taken: ReadonlySet<string>): ToolDefinition[] {
+  const allowed = (network: string) => deps.access.allows(clientId, network);
+  const context = { registry: deps.registry, chats: deps.chats, logger: deps.logger, allowed };
   const tools: ToolDefinition[] = [];
   const used = new Set(taken);
-  for (const listing of deps.registry.listMcp()) {
+  for (const listing of deps.registry.listMcp().filter((listing) => allowed(listing.agentName))) {
     const name = networkToolName(listing.toolName, used);
     if (name === undefined) {
       deps.logger.warn({ network: listing.agentName, tool: listing.toolName }, "agent network not offered over MCP: its tool name is taken");

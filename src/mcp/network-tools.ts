@@ -15,6 +15,8 @@ export interface NetworkToolsContext {
   registry: Pick<AgentRegistry, "get">;
   chats: ChatRunner;
   logger: Logger;
+  /** Whether the calling client may see this network (AXON_NETWORK_ACCESS_FILE). */
+  allowed(network: string): boolean;
 }
 
 const maxChatTextLength = 100_000;
@@ -42,7 +44,7 @@ const chatOutput = z.strictObject({
  * the call open for the whole chat and creates no operation.
  */
 export function networkTool(toolName: string, listing: McpListing, context: NetworkToolsContext): ToolDefinition {
-  const { registry, chats, logger } = context;
+  const { registry, chats, logger, allowed } = context;
   return defineTool({
     name: toolName,
     title: listing.agentName,
@@ -55,7 +57,7 @@ export function networkTool(toolName: string, listing: McpListing, context: Netw
       const request = chatRequestOf(args);
       if ("code" in request) return errorResult(request);
       // A reload may have stopped serving it since the tools were listed.
-      const network = registry.get(listing.agentName);
+      const network = allowed(listing.agentName) ? registry.get(listing.agentName) : undefined;
       if (!network) return errorResult({ code: "agent_not_found", message: "the agent network is no longer served" });
       try {
         const messages = await chats.start({

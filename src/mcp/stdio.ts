@@ -42,7 +42,7 @@ operations.opened.then(
 );
 
 const stopping = new AbortController();
-const server = createMcpServer({ broker: operations.broker, operationsFor: operations.operationsFor, registry, chats, logger }, { clientId: client.name, signal: stopping.signal });
+const server = createMcpServer({ broker: operations.broker, operationsFor: operations.operationsFor, registry, access: operations.access, chats, logger }, { clientId: client.name, signal: stopping.signal });
 const transport = new StdioServerTransport();
 let closed = false;
 const close = async (): Promise<void> => {

@@ -1,5 +1,6 @@
 import { assertSeparateSecrets, loadPrincipals, type GeneratedSecret, type PrincipalSet } from "../auth/principals.js";
 import type { AgentRegistry } from "../agents/registry.js";
+import { loadNetworkAccess, type NetworkAccess } from "../auth/network-access.js";
 import type { ChatRunner } from "../agents/chat-runner.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
@@ -39,6 +40,8 @@ export interface Operations {
   /** Secrets created on this first start, to show the administrator once. */
   generatedSecrets: (GeneratedSecret & { kind: string })[];
   operationsFor(clientId: string): string[];
+  /** Which agent networks each principal may see (AXON_NETWORK_ACCESS_FILE). */
+  access: NetworkAccess;
   close(): Promise<void>;
 }
 
@@ -56,10 +59,11 @@ export async function startOperations(
   const operators = await loadPrincipals(config.operatorsFile, "operator", { generateIfMissing: { names: ["admin"] }, logger });
   assertSeparateSecrets(clients.principals, operators.principals);
 
-  const [policy, admission, credentials] = await Promise.all([
+  const [policy, admission, credentials, access] = await Promise.all([
     loadPolicy(config.policyFile, { projectRoot: config.projectRoot }),
     loadAdmissionLimits(config.admissionFile, { projectRoot: config.projectRoot }),
     loadCredentials(config.credentialsFile, deps.env, { projectRoot: config.projectRoot }),
+    loadNetworkAccess(config.networkAccessFile, { projectRoot: config.projectRoot }),
   ]);
   const clock = deps.clock ?? systemClock;
   const parts = { database: new OnceOpen<Database>(), broker: new OnceOpen<OperationsBroker>(), worker: new OnceOpen<ExecutionWorker>(), transfers: new OnceOpen<Transfers>() };
@@ -68,7 +72,7 @@ export async function startOperations(
   // Sealed bodies are opened at execution, which begins only once the database is open.
   const sealedBodies = { consume: (clientId: string, id: string) => parts.transfers.get().sealedPayloads.consume(clientId, id) };
   const providers = new ProviderRegistry([
-    new AgentChatProvider({ registry: deps.registry, chats: deps.chats }),
+    new AgentChatProvider({ registry: deps.registry, access, chats: deps.chats }),
     new HttpRequestProvider({ credentials, sealedBodies, timeoutMs: config.httpRequestTimeoutSeconds * 1000 }),
   ]);
 
@@ -128,6 +132,7 @@ export async function startOperations(
       ...operators.generated.map((secret) => ({ ...secret, kind: "operator" })),
     ],
     operationsFor: (clientId) => operationsAvailableTo(policy, clientId, providers.names()),
+    access,
     async close() {
       waiting.stop();
       await opened.catch(() => undefined);

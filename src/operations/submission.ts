@@ -97,7 +97,7 @@ export class Submissions {
   }
 
   private async submitted(clientId: string, input: SubmitInput): Promise<{ operation: OperationRow; created: boolean }> {
-    const { provider, reason } = this.validate(input);
+    const { provider, reason } = this.validate(clientId, input);
     const request = { ...input, reason };
     const hash = requestHash({ operation: request.operation, target: request.target, arguments: request.arguments, reason });
     for (let attempt = 1; ; attempt++) {
@@ -225,7 +225,7 @@ export class Submissions {
     return { effect: "use_grant", grant: windowGrants.find((grant) => grant.id === withGrants.grantId)! };
   }
 
-  private validate(input: SubmitInput) {
+  private validate(clientId: string, input: SubmitInput) {
     const violations: FieldViolation[] = [];
     if (!idempotencyKeyPattern.test(input.idempotencyKey)) {
       violations.push({ field: "idempotency_key", description: "1-128 characters of A-Z a-z 0-9 . _ : - starting with a letter or digit" });
@@ -238,7 +238,7 @@ export class Submissions {
     if (jsonBytes(input.arguments) > maxArgumentsBytes) violations.push({ field: "arguments", description: "at most 1 MiB of UTF-8 JSON" });
     const provider = this.options.providers.get(input.operation);
     if (!provider && input.operation.length > 0) violations.push({ field: "operation", description: "not a registered operation type" });
-    if (provider && violations.length === 0) violations.push(...provider.validate(input.target, input.arguments));
+    if (provider && violations.length === 0) violations.push(...provider.validate(input.target, input.arguments, clientId));
     if (violations.length > 0 || !provider) throw invalidArgument("INVALID_OPERATION", "the operation request is invalid", violations);
     return { provider, reason };
   }

@@ -3,21 +3,23 @@ import type { ChatRunner } from "../agents/chat-runner.js";
 import { filterChatMessages } from "../agents/filters.js";
 import type { AgentNetwork } from "../agents/network.js";
 import type { AgentRegistry } from "../agents/registry.js";
-import { invalidArgument } from "../errors.js";
+import type { NetworkAccess } from "../auth/network-access.js";
+import { agentNotFound, invalidArgument } from "../errors.js";
 import { ChatFilter_ChatFilterType as ChatFilterType, type AgentService } from "../gen/neuro_san/api/grpc/agent_pb.js";
-import { pathAgentNameKey, requestMetadataKey, streamStartKey } from "./context.js";
+import { pathAgentNameKey, principalKey, requestMetadataKey, streamStartKey } from "./context.js";
 
 /** AgentService: protobuf in, domain calls, protobuf out. Errors are mapped by the interceptor. */
-export function agentService(registry: AgentRegistry, chats: ChatRunner): ServiceImpl<typeof AgentService> {
+export function agentService(registry: AgentRegistry, chats: ChatRunner, access: NetworkAccess): ServiceImpl<typeof AgentService> {
+  const networkOf = (agentName: string, context: HandlerContext): AgentNetwork => callableNetwork(registry, access, agentName, context);
   return {
     function(request, context) {
-      const network = networkOf(registry, request.agentName, context);
+      const network = networkOf(request.agentName, context);
       const spec = registry.function(network.name);
       return Object.keys(spec).length > 0 ? { function: spec } : {};
     },
 
     connectivity(request, context) {
-      const network = networkOf(registry, request.agentName, context);
+      const network = networkOf(request.agentName, context);
       // The network's metadata as neuro-san reports it (description, tags, sample_queries, ...): clients show it.
       // A network without any sends none, so REST answers no `metadata: {}` neuro-san never sent.
       const { metadata } = network;
@@ -25,7 +27,7 @@ export function agentService(registry: AgentRegistry, chats: ChatRunner): Servic
     },
 
     async *streamingChat(request, context) {
-      const network = networkOf(registry, request.agentName, context);
+      const network = networkOf(request.agentName, context);
       const messages = await chats.start({
         network,
         text: request.userMessage?.text ?? "",
@@ -47,13 +49,17 @@ export function agentService(registry: AgentRegistry, chats: ChatRunner): Servic
   };
 }
 
-/** The network a call is about: the `agent_name` field, or neuro-san's `/<agent>.AgentService/<Method>` path. */
-function networkOf(registry: AgentRegistry, agentName: string, context: HandlerContext): AgentNetwork {
+/**
+ * The network a call is about: the `agent_name` field, or neuro-san's `/<agent>.AgentService/<Method>` path. One the
+ * caller may not see is answered exactly as one that does not exist, so that its existence does not leak.
+ */
+function callableNetwork(registry: AgentRegistry, access: NetworkAccess, agentName: string, context: HandlerContext): AgentNetwork {
   const name = agentName || context.values.get(pathAgentNameKey);
   if (!name) {
     throw invalidArgument("AGENT_NAME_REQUIRED", "agent_name is required", [
       { field: "agent_name", description: "name the agent network, in the field or in the method path" },
     ]);
   }
+  if (!access.allows(context.values.get(principalKey)?.name, name)) throw agentNotFound(name);
   return registry.require(name);
 }

@@ -24,5 +24,8 @@ export const requestMetadataKey = createContextKey<Record<string, string>>({}, {
 /** The HTTP status a unary call answers with over REST (e.g. 202 for an accepted operation); gRPC ignores it. */
 export const httpStatusKey = createContextKey<number>(200, { description: "REST status" });
 
+/** The socket the call arrived on (connect-node's HandlerContext does not carry it). */
+export const socketKey = createContextKey<unknown>(undefined, { description: "socket" });
+
 /** Who is calling, once authenticated: a client (Agent V1) or an operator. */
 export const principalKey = createContextKey<Principal | undefined>(undefined, { description: "principal" });

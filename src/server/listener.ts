@@ -1,6 +1,9 @@
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
+import tls from "node:tls";
+import { rememberCertificateNames } from "./client-certificate.js";
+import type { TlsCredentials } from "./tls-credentials.js";
 import { closeIdleSession, resetUnreadHttp2Body, watchHttp1Body, watchHttp2Body } from "./intake-timeouts.js";
 
 /**
@@ -33,6 +36,8 @@ export interface ListenerOptions {
   /** Writes the 408 for an HTTP/1.1 body that did not arrive in time (the connection is closed after it). */
   answerBodyTimeout?: (res: http.ServerResponse) => void;
   maxHeaderBytes?: number;
+  /** TLS on the port (ALPN picks HTTP/2 or HTTP/1.1); cleartext is then refused. */
+  tls?: TlsCredentials | undefined;
 }
 
 export interface Listener {
@@ -45,8 +50,8 @@ export interface Listener {
 }
 
 /**
- * One TCP port for HTTP/1.1 and cleartext HTTP/2 (gRPC needs h2c, browsers and curl speak HTTP/1.1).
- * Node's `allowHTTP1` only works with TLS, so we peek at the first bytes and hand the socket over.
+ * One TCP port for HTTP/1.1 and HTTP/2 (gRPC needs HTTP/2, browsers and curl speak HTTP/1.1). In cleartext we peek at
+ * the first bytes and hand the socket over (Node's `allowHTTP1` only works with TLS); with TLS, ALPN decides.
  */
 export async function listen(handler: RequestHandler, options: ListenerOptions): Promise<Listener> {
   const maxHeaderSize = options.maxHeaderBytes ?? 16 * 1024;
@@ -95,6 +100,7 @@ export async function listen(handler: RequestHandler, options: ListenerOptions):
     closeIdleSession(session, idleTimeoutMs);
   });
 
+  const secure = options.tls && secureLayer(options.tls, headersTimeoutMs);
   // http.Server sets TCP_NODELAY on sockets it accepts itself; these it is handed, so say it here: streamed
   // messages are small writes that Nagle's algorithm would hold back for the peer's acknowledgement.
   const tcpServer = net.createServer({ noDelay: true }, (socket) => {
@@ -106,6 +112,13 @@ export async function listen(handler: RequestHandler, options: ListenerOptions):
     });
     socket.on("error", () => socket.destroy());
     socket.setTimeout(headersTimeoutMs, () => socket.destroy());
+    if (secure) {
+      return secure.accept(socket, (tlsSocket, isHttp2) => {
+        undecided.delete(socket);
+        socket.setTimeout(0);
+        (isHttp2 ? http2Server : http1Server).emit("connection", tlsSocket);
+      });
+    }
     peek(socket, (head, isHttp2) => {
       undecided.delete(socket);
       socket.setTimeout(0);
@@ -124,6 +137,7 @@ export async function listen(handler: RequestHandler, options: ListenerOptions):
   return {
     port: address.port,
     async close(graceMs, onGraceExpired) {
+      secure?.close();
       const closed = new Promise<void>((resolve) => tcpServer.close(() => resolve()));
       // GOAWAY lets HTTP/2 clients finish their streams and open no new ones.
       for (const session of sessions) session.close();
@@ -146,6 +160,47 @@ export async function listen(handler: RequestHandler, options: ListenerOptions):
       }
       await closed;
     },
+  };
+}
+
+/**
+ * The TLS layer between the TCP socket and the same HTTP/1.1 and HTTP/2 servers: ALPN says which one a connection
+ * speaks (no ALPN: HTTP/1.1), TLS 1.2 at least with Node's default ciphers. A reloaded certificate reaches new
+ * connections and leaves open ones alone. With a client CA, a connection without a certificate from it fails in the
+ * handshake.
+ */
+function secureLayer(credentials: TlsCredentials, handshakeTimeout: number) {
+  const requestCert = credentials.requestsClientCertificates;
+  const server = tls.createServer({
+    ...credentials.current(),
+    minVersion: "TLSv1.2",
+    ALPNProtocols: ["h2", "http/1.1"],
+    requestCert,
+    rejectUnauthorized: requestCert,
+    handshakeTimeout,
+  });
+  const stopWatching = credentials.watch((options) => server.setSecureContext({ ...options, minVersion: "TLSv1.2" }));
+  // The TLS server wraps each TCP socket it is handed out of sight; the peer's address and port (unique among open
+  // connections to one port) find the handshake's callback again.
+  const handshaking = new Map<string, (tlsSocket: tls.TLSSocket) => void>();
+  const peerOf = (socket: net.Socket) => `${socket.remoteAddress}|${socket.remotePort}`;
+  server.on("secureConnection", (tlsSocket: tls.TLSSocket) => {
+    const onSecure = handshaking.get(peerOf(tlsSocket));
+    if (!onSecure) return void tlsSocket.destroy();
+    rememberCertificateNames(tlsSocket);
+    onSecure(tlsSocket);
+  });
+  return {
+    accept(socket: net.Socket, onSecure: (tlsSocket: tls.TLSSocket, isHttp2: boolean) => void): void {
+      const peer = peerOf(socket);
+      handshaking.set(peer, (tlsSocket) => {
+        handshaking.delete(peer);
+        onSecure(tlsSocket, tlsSocket.alpnProtocol === "h2");
+      });
+      socket.once("close", () => handshaking.delete(peer));
+      server.emit("connection", socket);
+    },
+    close: stopWatching,
   };
 }
 

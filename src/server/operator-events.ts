@@ -1,8 +1,7 @@
 import { toJson } from "@bufbuild/protobuf";
-import type { PrincipalSet } from "../auth/principals.js";
 import { EventSchema } from "../gen/axon/operator/v1/operator_pb.js";
 import type { OperationsBroker } from "../operations/broker.js";
-import { authenticated } from "./authenticate.js";
+import { credentialsOf, type Authenticator } from "./authenticate.js";
 import { typeRegistry } from "./descriptors.js";
 import { eventMessage } from "./operation-messages.js";
 import type { HttpRequest, HttpResponse } from "./listener.js";
@@ -15,12 +14,12 @@ import { invalidArgument } from "../errors.js";
  * GET /api/operator/v1/events: the operator feed as Server-Sent Events, each with its `seq` as the SSE id, so
  * a reconnecting browser resumes from `Last-Event-ID`. The same feed is OperatorService.WatchEvents on RPC.
  */
-export async function serveOperatorEvents(req: HttpRequest, res: HttpResponse, broker: OperationsBroker, operators: PrincipalSet): Promise<void> {
+export async function serveOperatorEvents(req: HttpRequest, res: HttpResponse, broker: OperationsBroker, authenticator: Pick<Authenticator, "operator">): Promise<void> {
   for (const [name, value] of Object.entries(strictResponseHeaders)) res.setHeader(name, value);
   const abort = new AbortController();
   let feed: ReturnType<OperationsBroker["operatorFeed"]>;
   try {
-    authenticated(operators, req.headers.authorization ?? null);
+    await authenticator.operator(credentialsOf(req));
     // Taken before the 200: a replica still waiting for its database answers 503 here, with Retry-After.
     feed = broker.operatorFeed(lastEventIdOf(req.headers["last-event-id"]), abort.signal);
   } catch (error) {

@@ -7,6 +7,7 @@ import { ServerReflection } from "../gen/grpc/reflection/v1/reflection_pb.js";
 import { ServerReflection as ServerReflectionV1Alpha } from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { AgentService } from "../gen/neuro_san/api/grpc/agent_pb.js";
 import { ConciergeService } from "../gen/neuro_san/api/grpc/concierge_pb.js";
+import type { NetworkAccess } from "../auth/network-access.js";
 import type { PrincipalSet } from "../auth/principals.js";
 import { AgentOperationsService } from "../gen/axon/agent/v1/agent_pb.js";
 import { OperatorService } from "../gen/axon/operator/v1/operator_pb.js";
@@ -35,6 +36,8 @@ export interface OperationsSurface {
   transfers: Transfers;
   descriptor: Descriptor;
   principals: { clients: PrincipalSet; operators: PrincipalSet };
+  /** Which agent networks each principal may see, on every way into a network. */
+  access: NetworkAccess;
 }
 
 /** A service and its implementation. */
@@ -46,8 +49,8 @@ export interface ServiceImplementation {
 /** Every RPC service, implemented once; every transport (gRPC, Connect, gRPC-Web, REST) serves these same objects. */
 export function serviceImplementations({ registry, chats, health, operations }: Services): ServiceImplementation[] {
   return [
-    implement(ConciergeService, conciergeService(registry)),
-    implement(AgentService, agentService(registry, chats)),
+    implement(ConciergeService, conciergeService(registry, operations.access)),
+    implement(AgentService, agentService(registry, chats, operations.access)),
     implement(AgentOperationsService, refusingUnstorable(AgentOperationsService, agentOperationsService(operations.broker, operations.descriptor))),
     implement(OperatorService, refusingUnstorable(OperatorService, operatorService(operations.broker))),
     implement(Health, healthService(health)),

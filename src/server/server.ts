@@ -9,15 +9,17 @@ import { AgentService } from "../gen/neuro_san/api/grpc/agent_pb.js";
 import { ConciergeService } from "../gen/neuro_san/api/grpc/concierge_pb.js";
 import type { Logger } from "../logger.js";
 import type { McpHandler } from "../mcp/http-transport.js";
-import { serviceAuthenticator } from "./authenticate.js";
+import type { JwtVerifier } from "../auth/jwt.js";
+import { Authenticator, serviceAuthenticator } from "./authenticate.js";
 import { checkedEnvelopes, isEnveloped } from "./connect/checked-envelopes.js";
 import { connectNodeRequest } from "./connect/node-request.js";
 import { connectUnaryRoute } from "./connect/unary-call.js";
-import { pathAgentNameKey, protocolKey, type Protocol } from "./context.js";
+import { pathAgentNameKey, protocolKey, socketKey, type Protocol } from "./context.js";
 import { restServices } from "./descriptors.js";
 import { leavesUnreadBody } from "./http-request.js";
 import { grpcUnaryRoute } from "./grpc/unary-call.js";
 import { IntakeBudget } from "./intake-budget.js";
+import { TlsCredentials } from "./tls-credentials.js";
 import { listen, type HttpRequest, type HttpResponse, type Listener } from "./listener.js";
 import { onLlmCall } from "../telemetry/llm-calls.js";
 import { Metrics } from "./metrics.js";
@@ -38,6 +40,8 @@ import { serveWebConsole } from "./web-console.js";
 export interface AxonServerOptions extends Services {
   config: Config;
   logger: Logger;
+  /** Bearer JWTs from an identity provider, when AXON_JWT_ISSUER is set. */
+  tokens?: JwtVerifier | undefined;
 }
 
 export interface AxonServer {
@@ -66,10 +70,16 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
   // Every call that watches shutdown adds a listener to this signal: far more than the default 10.
   setMaxListeners(0, shutdown.signal);
   const intake = new IntakeBudget(config.unauthenticatedBodyBytes);
+  const authenticator = new Authenticator({
+    ...options.operations.principals,
+    tokens: options.tokens,
+    identifyNeuroSanCallers: !options.operations.access.isOpen,
+    trustUserIdMetadata: config.trustUserIdMetadata,
+  });
   const pipeline = new CallPipeline({
     logger,
     metrics,
-    authenticate: serviceAuthenticator(options.operations.principals),
+    authenticate: serviceAuthenticator(authenticator),
     forwardedMetadata: config.forwardedRequestMetadata,
     intake,
   });
@@ -96,13 +106,14 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
   const connectUnary = connectUnaryRoute(direct);
   const rest = createRestTranscoder({ services: restServices.filter(served), methods, ...direct });
   const webConsole = serveWebConsole();
-  const transferRoutes = createTransferRoutes({ transfers: options.operations.transfers, clients: options.operations.principals.clients, logger });
+  const transferRoutes = createTransferRoutes({ transfers: options.operations.transfers, authenticator, logger });
   let mcp: Promise<McpHandler> | undefined;
   const mcpHandler = (): Promise<McpHandler> =>
     (mcp ??= import("../mcp/http-transport.js").then(({ createMcpHandler }) =>
       createMcpHandler({
         broker: options.operations.broker,
-        clients: options.operations.principals.clients,
+        authenticator,
+        access: options.operations.access,
         operationsFor: options.operations.descriptor.operationsFor,
         registry: options.registry,
         chats: options.chats,
@@ -126,7 +137,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
       res.writeHead(200, { "content-type": metrics.contentType });
       res.end(body);
     },
-    "/api/operator/v1/events": (res, req) => serveOperatorEvents(req, res, options.operations.broker, options.operations.principals.operators),
+    "/api/operator/v1/events": (res, req) => serveOperatorEvents(req, res, options.operations.broker, authenticator),
     "/api/v1/docs": (res) => {
       openApi ??= JSON.stringify(buildOpenApi(restServices, { title: "Axon", version: "1" }));
       res.writeHead(200, { "content-type": "application/json" });
@@ -153,6 +164,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
       if (served) return served;
       const values = createContextValues();
       values.set(protocolKey, protocolOf(req.headers["content-type"]));
+      values.set(socketKey, req.socket);
       if (rpc.pathAgentName !== undefined) values.set(pathAgentNameKey, rpc.pathAgentName);
       const connectHandler = connectHandlers.get(requestPath(rpc.spec.method))!;
       const contentType = req.headers["content-type"];
@@ -196,7 +208,8 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
     idleTimeoutMs: config.idleTimeoutSeconds * 1000,
     answerBodyTimeout: (res: HttpResponse) => writeStatusError(res, toConnectError(bodyTimedOut(config.bodyTimeoutSeconds)), { status: 408 }),
   };
-  for (const port of listenOn) listeners.push(await listen(handler, { port, host: config.host, onHttp2Stream, ...intakeTimeouts }));
+  const tls = config.tls && TlsCredentials.load(config.tls, logger);
+  for (const port of listenOn) listeners.push(await listen(handler, { port, host: config.host, onHttp2Stream, tls, ...intakeTimeouts }));
 
   return {
     ports: listeners.map((listener) => listener.port),

@@ -1,10 +1,9 @@
 import { Code } from "@connectrpc/connect";
-import type { PrincipalSet } from "../auth/principals.js";
 import { AxonError, invalidArgument } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { MAX_SEALED_BYTES, payloadTooLarge } from "../operations/transfers/sealed-payloads.js";
 import type { Transfers } from "../operations/transfers/transfers.js";
-import { authenticated } from "./authenticate.js";
+import { credentialsOf, type Authenticator } from "./authenticate.js";
 import { extendBodyDeadline } from "./intake-timeouts.js";
 import type { HttpRequest, HttpResponse } from "./listener.js";
 import { writeJson } from "./rest/http-response.js";
@@ -33,8 +32,8 @@ export interface TransferRoutes {
  * The transfer routes of Agent V1 §6: plain HTTP carrying raw bytes, not transcoded RPCs. Errors are google.rpc.Status
  * JSON as on every other route; the bytes never reach a log line or an error.
  */
-export function createTransferRoutes(options: { transfers: Transfers; clients: PrincipalSet; logger: Logger }): TransferRoutes {
-  const { transfers, clients, logger } = options;
+export function createTransferRoutes(options: { transfers: Transfers; authenticator: Pick<Authenticator, "client">; logger: Logger }): TransferRoutes {
+  const { transfers, authenticator, logger } = options;
 
   async function sealPayload(req: HttpRequest, res: HttpResponse, clientId: string): Promise<void> {
     const mediaType = (req.headers["content-type"] ?? "").split(";", 1)[0]?.trim().toLowerCase();
@@ -98,7 +97,7 @@ export function createTransferRoutes(options: { transfers: Transfers; clients: P
   }
 
   async function route(req: HttpRequest, res: HttpResponse, path: string): Promise<void> {
-    const clientId = authenticated(clients, req.headers.authorization ?? null).name;
+    const clientId = (await authenticator.client(credentialsOf(req))).name;
     const method = req.method ?? "GET";
     if (path === sealedPayloadsPath) return method === "POST" ? sealPayload(req, res, clientId) : methodNotAllowed("POST");
     if (path === streamsPath) return method === "POST" ? uploadStream(req, res, clientId) : methodNotAllowed("POST");

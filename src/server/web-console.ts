@@ -18,6 +18,19 @@ const contentTypes: Record<string, string> = {
   ".woff2": "font/woff2",
 };
 
+/**
+ * The console runs only its own bundles and talks only to its own origin; no page elsewhere may frame it (a framed
+ * Operator tab could be steered into a click on Approve). X-Frame-Options says the same to browsers before CSP 2.
+ */
+const securityHeaders = {
+  "content-security-policy":
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; " +
+    "manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  "x-frame-options": "DENY",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+};
+
 // Vite names every asset after its content hash: a URL never changes meaning, so browsers may keep it for good.
 const immutable = "public, max-age=31536000, immutable";
 const assetName = /^\/assets\/[A-Za-z0-9._-]+$/;
@@ -67,7 +80,7 @@ async function send(
     "content-type": contentType,
     "content-length": body.length,
     "cache-control": cacheControl,
-    "x-content-type-options": "nosniff",
+    ...securityHeaders,
   });
   if (req.method === "HEAD") res.end();
   else res.end(body);

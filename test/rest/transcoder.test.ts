@@ -88,7 +88,7 @@ beforeAll(async () => {
     logger: createLogger("info", { write: (line: string) => void logLines.push(JSON.parse(line) as Record<string, unknown>) }),
     metrics,
     // The library stands in for an authenticated service: it takes only "Bearer let-me-in".
-    authenticate: (service, authorization) => {
+    authenticate: (service, { authorization }) => {
       if (service !== library || authorization === "Bearer let-me-in") return undefined;
       throw new AxonError(Code.Unauthenticated, "UNAUTHENTICATED", "a valid bearer secret is required");
     },

@@ -40,7 +40,7 @@ async function fastPathListener(shutdown: AbortSignal): Promise<Listener> {
     logger: createLogger("info", { write: (line: string) => void logLines.push(JSON.parse(line) as Record<string, unknown>) }),
     metrics: new Metrics(),
     // ConciergeService stands in for an authenticated service here.
-    authenticate: (service, authorization) => {
+    authenticate: (service, { authorization }) => {
       if (service !== ConciergeService || authorization === "Bearer open-sesame") return undefined;
       throw new AxonError(Code.Unauthenticated, "UNAUTHENTICATED", "a valid bearer secret is required", { metadata: { category: "authentication" } });
     },

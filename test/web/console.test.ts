@@ -1,8 +1,11 @@
 import { existsSync, mkdirSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { build } from "vite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TestCa } from "../support/certificates.js";
 import { alice, httpOp, operationsApi, operator, roomyAdmission, secret, startUpstream, writeFiles } from "../support/operations.js";
 import { demoReply } from "../support/scripted-llm/demo-script.js";
 import { ScriptedLlm } from "../support/scripted-llm/scripted-llm.js";
@@ -364,5 +367,63 @@ describe.skipIf(!hasChromium)(`the web console in Chromium${hasChromium ? "" : "
 
   it("wrote no errors or warnings to the console of the page used throughout", () => {
     expect(consoleProblems).toEqual([]);
+  });
+});
+
+// After the suite above (same file, so the same build of the console): the console over https, and framed by a stranger.
+describe.skipIf(!hasChromium)("the web console over https, under its Content-Security-Policy", () => {
+  const ca = TestCa.create("console-ca");
+  const certificate = ca.issue("console", "localhost", ["DNS:localhost", "IP:127.0.0.1"]);
+  let server: TestServer;
+  let stranger: http.Server;
+  let browser: Browser;
+  const consoleProblems: string[] = [];
+
+  beforeAll(async () => {
+    server = await startTestServer({
+      env: { ...writeFiles("http://127.0.0.1:9", roomyAdmission), AXON_TLS_CERT_FILE: certificate.certFile, AXON_TLS_KEY_FILE: certificate.keyFile },
+    });
+    // Another origin whose page frames the console, as a clickjacking page would.
+    stranger = http.createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "text/html" });
+      res.end(`<!doctype html><iframe id="framed" src="https://127.0.0.1:${server.port}/" width="800" height="600"></iframe>`);
+    });
+    await new Promise<void>((resolve) => stranger.listen(0, "127.0.0.1", resolve));
+    browser = await chromium.launch({
+      executablePath: chromiumPath,
+      headless: true,
+      // The test CA is not in Chromium's store.
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--ignore-certificate-errors", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    stranger?.close();
+    await server?.close();
+  });
+
+  it("loads from https and lists the networks with no policy violation", async () => {
+    const page = await browser.newPage({ viewport: wide });
+    page.on("pageerror", (error) => consoleProblems.push(`page error: ${String(error)}`));
+    page.on("console", (message) => {
+      if (message.type() === "error" || message.type() === "warning") consoleProblems.push(`${message.type()}: ${message.text()}`);
+    });
+    const response = await page.goto(`https://127.0.0.1:${server.port}/`);
+    expect(response?.headers()["content-security-policy"]).toContain("frame-ancestors 'none'");
+    await expect.poll(() => page.locator("#network-list .network").count(), { timeout: 15_000 }).toBe(4);
+    await page.close();
+    expect(consoleProblems).toEqual([]);
+  });
+
+  it("refuses to be framed by a page of another origin", async () => {
+    const page = await browser.newPage({ viewport: wide });
+    const messages: string[] = [];
+    page.on("console", (message) => messages.push(message.text()));
+    await page.goto(`http://127.0.0.1:${(stranger.address() as AddressInfo).port}/`);
+    await expect.poll(() => messages.some((text) => text.includes("frame-ancestors")), { timeout: 10_000 }).toBe(true);
+    const framed = page.frames().find((frame) => frame.url().includes(String(server.port)));
+    const listed = framed ? await framed.locator("#network-list").count().catch(() => 0) : 0;
+    expect(listed).toBe(0);
+    await page.close();
   });
 });

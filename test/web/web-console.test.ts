@@ -60,6 +60,21 @@ describe("the web console's static files", () => {
     expect(response.body).toContain("<title>console</title>");
   });
 
+  it("sends a policy that allows only the console's own scripts, styles and connections, and no framing", async () => {
+    for (const route of ["/", "/assets/index-AbC123.js"]) {
+      const { headers } = await request(server.port, "GET", route);
+      const policy = Object.fromEntries(
+        String(headers["content-security-policy"])
+          .split(";")
+          .map((directive) => directive.trim().split(/\s+/))
+          .map(([name, ...values]) => [name, values.join(" ")]),
+      );
+      expect(policy).toMatchObject({ "default-src": "'none'", "script-src": "'self'", "style-src": "'self'", "connect-src": "'self'", "frame-ancestors": "'none'" });
+      expect(headers["x-frame-options"]).toBe("DENY");
+      expect(headers["x-content-type-options"]).toBe("nosniff");
+    }
+  });
+
   it("serves hashed assets with their content type, cached for good", async () => {
     const script = await request(server.port, "GET", "/assets/index-AbC123.js");
     expect(script.status).toBe(200);

@@ -39,11 +39,12 @@ export function renderGraph(layout: GraphLayout): NetworkGraph {
     viewBox: `0 0 ${layout.width} ${layout.height}`,
     width: layout.width,
     height: layout.height,
-    // Shrunk to fit its pane, but never below three quarters of its size: a wider graph scrolls in its pane instead.
-    style: `min-width: ${Math.round(layout.width * 0.75)}px`,
     role: "img",
     "aria-label": `agent network of ${layout.nodes.length} agents`,
   });
+  // Shrunk to fit its pane, but never below three quarters of its size: a wider graph scrolls in its pane instead.
+  // Set through the CSSOM: the console's Content-Security-Policy refuses style attributes.
+  svg.style.minWidth = `${Math.round(layout.width * 0.75)}px`;
   const defs = svgElement("defs");
   const marker = svgElement("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 8, markerHeight: 8, orient: "auto-start-reverse" });
   marker.append(svgElement("path", { d: "M 0 0 L 10 5 L 0 10 z", class: "arrow-head" }));

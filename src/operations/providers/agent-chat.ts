@@ -1,6 +1,8 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { ChatRunner } from "../../agents/chat-runner.js";
+import type { AgentNetwork } from "../../agents/network.js";
 import type { AgentRegistry } from "../../agents/registry.js";
+import { NetworkAccess } from "../../auth/network-access.js";
 import { AxonError, type FieldViolation } from "../../errors.js";
 import { ChatMessage_ChatMessageType as MessageType, type ChatMessage } from "../../gen/neuro_san/api/grpc/chat_pb.js";
 import { sanitizeProviderText } from "../sanitize.js";
@@ -11,6 +13,8 @@ import { failed, fieldKey, printable, truncate } from "./transcript-text.js";
 export interface AgentChatProviderOptions {
   /** The served networks; private ones are callable too, as over StreamingChat. */
   registry: Pick<AgentRegistry, "get">;
+  /** Which networks each client may see: one it may not is answered as one that is not served. Default: all. */
+  access?: Pick<NetworkAccess, "allows">;
   chats: ChatRunner;
   /** At most one progress report per this many milliseconds. Default 1000. */
   progressIntervalMs?: number;
@@ -38,7 +42,7 @@ export class AgentChatProvider implements Provider {
     this.now = options.now ?? (() => performance.now());
   }
 
-  validate(target: JsonObject, args: JsonObject): FieldViolation[] {
+  validate(target: JsonObject, args: JsonObject, clientId?: string): FieldViolation[] {
     const violations: FieldViolation[] = [];
     const violate = (field: string, description: string) => violations.push({ field, description });
     for (const key of Object.keys(target)) if (key !== "network") violate(`target.${fieldKey(key)}`, "unknown field");
@@ -46,7 +50,7 @@ export class AgentChatProvider implements Provider {
 
     const network = target["network"];
     if (typeof network !== "string" || network === "") violate("target.network", "is required: the name of an agent network");
-    else if (this.options.registry.get(network) === undefined) violate("target.network", "no agent network by this name is served");
+    else if (this.networkFor(clientId, network) === undefined) violate("target.network", "no agent network by this name is served");
 
     const text = args["text"];
     if (typeof text !== "string" || text.length === 0 || text.length > MAX_CHAT_TEXT_LENGTH) {
@@ -69,7 +73,7 @@ export class AgentChatProvider implements Provider {
 
   async execute(operation: OperationToExecute, context: ExecutionContext): Promise<ExecutionOutcome> {
     const name = operation.target["network"];
-    const network = typeof name === "string" ? this.options.registry.get(name) : undefined;
+    const network = typeof name === "string" ? this.networkFor(operation.clientId, name) : undefined;
     // Validated at submission; a reload may have stopped serving it since.
     if (network === undefined) return failed("agent_not_found", "the agent network is no longer served");
     const text = operation.arguments["text"];
@@ -94,6 +98,11 @@ export class AgentChatProvider implements Provider {
       return failureOf(error, context.signal);
     }
     return failed("agent_chat_failed", "the chat ended without an answer");
+  }
+
+  private networkFor(clientId: string | undefined, name: string): AgentNetwork | undefined {
+    const access = this.options.access ?? NetworkAccess.open;
+    return clientId === undefined || access.allows(clientId, name) ? this.options.registry.get(name) : undefined;
   }
 
   /** A chat cut by a crash did not finish, and running it again would be a new chat, not this one. */

@@ -35,8 +35,8 @@ export interface ExecutionContext {
  */
 export interface Provider {
   readonly operation: string;
-  /** Field violations of target and arguments (field paths like `target.path`); empty when valid. */
-  validate(target: JsonObject, args: JsonObject): FieldViolation[];
+  /** Field violations of target and arguments (field paths like `target.path`) for this client; empty when valid. */
+  validate(target: JsonObject, args: JsonObject, clientId: string): FieldViolation[];
   present(target: JsonObject, args: JsonObject): Presentation;
   /** Resolves with a proven outcome; rejects when the outcome is unknown (the upstream may have acted). */
   execute(operation: OperationToExecute, context: ExecutionContext): Promise<ExecutionOutcome>;

@@ -53,7 +53,7 @@ function codecOf(req: IncomingRequest): ConnectCodec | undefined {
 async function serveConnectUnary(req: IncomingRequest, res: HttpResponse, target: ResolvedMethod, codec: ConnectCodec, options: ConnectUnaryOptions): Promise<void> {
   const { method } = target.spec;
   const header = (name: string): string | undefined => headerIn(req.headers, name);
-  const call = options.pipeline.begin({ method, protocol: "connect", header, pathAgentName: target.pathAgentName });
+  const call = await options.pipeline.begin({ method, protocol: "connect", header, pathAgentName: target.pathAgentName, socket: req.socket });
   const strict = isStrictService(method.parent);
   const fixedHeaders = { "x-request-id": call.requestId, ...(strict ? strictResponseHeaders : {}) };
   const answerError = (status: ConnectError): void => {

@@ -30,7 +30,7 @@ export function grpcUnaryRoute(methods: RpcMethods, options: GrpcUnaryOptions): 
     if (!isPlainGrpc(headers)) return false;
     const rpc = methods.resolve(headers[":path"] ?? "");
     if (rpc?.spec.kind !== "unary") return false;
-    serveGrpcUnary(stream, headers, rpc, options);
+    void serveGrpcUnary(stream, headers, rpc, options);
     return true;
   };
 }
@@ -51,18 +51,18 @@ function isPlainGrpc(headers: http2.IncomingHttpHeaders): boolean {
  * read and decoded, the implementation answers, and the answer goes out as headers, one message and trailers (or, for
  * a failure, a trailers-only response). A reset stream cancels the call.
  */
-function serveGrpcUnary(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, target: ResolvedMethod, options: GrpcUnaryOptions): void {
+async function serveGrpcUnary(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, target: ResolvedMethod, options: GrpcUnaryOptions): Promise<void> {
   const { method } = target.spec;
   const header = (name: string): string | undefined => headerIn(headers, name);
-  const call = options.pipeline.begin({ method, protocol: "grpc", header, pathAgentName: target.pathAgentName });
+  // A reset stream errors too; "close" (below) is where that ends the call.
+  stream.on("error", () => {});
+  const call = await options.pipeline.begin({ method, protocol: "grpc", header, pathAgentName: target.pathAgentName, socket: stream.session?.socket });
   const answerError = (status: ConnectError): void => {
     if (stream.destroyed) return;
     stream.respond({ ":status": 200, "content-type": contentType, "x-request-id": call.requestId, ...grpcStatusHeaders(status) }, { endStream: true });
     // A request refused before its end may still be arriving: stop it instead of reading it.
     if (!stream.readableEnded) stream.close(http2.constants.NGHTTP2_NO_ERROR);
   };
-  // A reset stream errors too; "close" (below) is where that ends the call.
-  stream.on("error", () => {});
   let timeoutMs: number | undefined;
   try {
     if (call.refusal !== undefined) throw call.refusal;
@@ -82,6 +82,7 @@ function serveGrpcUnary(stream: http2.ServerHttp2Stream, headers: http2.Incoming
     shutdownSignal: options.shutdownSignal,
     answerError,
   });
+  if (stream.destroyed) context.abort(new ConnectError("the client cancelled the call", Code.Canceled));
   stream.once("close", () => {
     if (!context.isAnswered) context.abort(new ConnectError("the client cancelled the call", Code.Canceled));
   });

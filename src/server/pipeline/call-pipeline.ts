@@ -3,6 +3,7 @@ import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, createContextValues, type ConnectError, type ContextValues } from "@connectrpc/connect";
 import type { Logger } from "../../logger.js";
 import type { ServiceAuthenticator } from "../authenticate.js";
+import { certificateNamesOf } from "../client-certificate.js";
 import type { BodyTally, ClosingRequest, IntakeBudget } from "../intake-budget.js";
 import { RpcSpan } from "../../telemetry/rpc-span.js";
 import { httpStatusKey, pathAgentNameKey, principalKey, protocolKey, requestIdKey, requestMetadataKey, type Protocol } from "../context.js";
@@ -22,6 +23,8 @@ export interface CallStart {
   readonly values?: ContextValues;
   /** For REST: the HTTP verb and the route template the request matched (the trace's http.route). */
   readonly http?: { readonly method: string; readonly route: string };
+  /** The connection's socket as the transport holds it (for the name in a verified client certificate). */
+  readonly socket?: unknown;
 }
 
 export interface CallPipelineOptions {
@@ -51,9 +54,10 @@ export class CallPipeline {
 
   /**
    * Opens a call from its headers alone, so that nothing of a refused call's body need ever be read. A refused call
-   * comes back finished (counted and logged) with its `refusal` to answer.
+   * comes back finished (counted and logged) with its `refusal` to answer. Asynchronous because a bearer JWT's
+   * signature is checked by WebCrypto.
    */
-  begin(start: CallStart): Call {
+  async begin(start: CallStart): Promise<Call> {
     const values = start.values ?? createContextValues();
     values.set(protocolKey, start.protocol);
     if (start.pathAgentName !== undefined) values.set(pathAgentNameKey, start.pathAgentName);
@@ -69,7 +73,11 @@ export class CallPipeline {
 
     const call = new Call(this.options.logger, this.bound(start.method, start.protocol), start.protocol, requestId, values, this.options.intake, RpcSpan.start(start));
     try {
-      const principal = this.options.authenticate(start.method.parent, start.header("authorization"));
+      const principal = await this.options.authenticate(start.method.parent, {
+        authorization: start.header("authorization"),
+        certificateNames: certificateNamesOf(start.socket),
+        userId: start.header("user_id") ?? start.header("user-id"),
+      });
       if (principal) values.set(principalKey, principal);
     } catch (error) {
       call.refusal = call.finish(error);

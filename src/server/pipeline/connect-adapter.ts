@@ -1,7 +1,7 @@
 import { Code, ConnectError, createContextKey, type ContextValues, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { codeFromHttpStatus } from "@connectrpc/connect/protocol-connect";
-import { protocolKey } from "../context.js";
+import { protocolKey, socketKey } from "../context.js";
 import { toConnectError } from "../status.js";
 import type { BodyTally, ClosingRequest } from "../intake-budget.js";
 import type { Call, CallPipeline } from "./call-pipeline.js";
@@ -21,7 +21,7 @@ const openCallKey = createContextKey<OpenCall | undefined>(undefined, { descript
  * interceptor that maps what the implementation throws and finishes the call when its answer (or stream) ends.
  */
 export function connectPipeline(pipeline: CallPipeline): {
-  requestGate: (context: HandlerContext) => void;
+  requestGate: (context: HandlerContext) => Promise<void>;
   interceptor: Interceptor;
   /** After the response went out: finishes a call connect-node refused before any interceptor ran (a bad body, say). */
   finishRefused: (values: ContextValues, response: UniversalServerResponse) => void;
@@ -29,12 +29,13 @@ export function connectPipeline(pipeline: CallPipeline): {
   meteredBody: (values: ContextValues, request: ClosingRequest, body: AsyncIterable<Uint8Array>) => AsyncIterable<Uint8Array>;
 } {
   return {
-    requestGate(context) {
-      const call = pipeline.begin({
+    async requestGate(context) {
+      const call = await pipeline.begin({
         method: context.method,
         protocol: context.values.get(protocolKey),
         header: (name) => context.requestHeader.get(name) ?? undefined,
         values: context.values,
+        socket: context.values.get(socketKey),
       });
       context.values.set(openCallKey, { call, trailer: context.responseTrailer });
       context.responseHeader.set("x-request-id", call.requestId);

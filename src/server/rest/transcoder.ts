@@ -62,7 +62,10 @@ export function createRestTranscoder(options: RestTranscoderOptions): RestTransc
     const { route, variables } = match;
     const strict = isStrictService(route.method.parent);
     const header = (name: string): string | undefined => headerIn(req.headers, name);
-    const call = options.pipeline.begin({ method: route.method, protocol: "rest", header, http: { method: req.method ?? "GET", route: route.pathTemplate.template } });
+    const call = await options.pipeline.begin({
+      ...{ method: route.method, protocol: "rest", header, socket: req.socket },
+      http: { method: req.method ?? "GET", route: route.pathTemplate.template },
+    });
     res.setHeader("x-request-id", call.requestId);
     if (strict) for (const [name, value] of Object.entries(strictResponseHeaders)) res.setHeader(name, value);
     let writer: JsonLinesWriter | undefined;
