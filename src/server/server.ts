@@ -11,9 +11,11 @@ import { checkedEnvelopes, isEnveloped } from "./connect/checked-envelopes.js";
 import { connectNodeRequest } from "./connect/node-request.js";
 import { connectUnaryRoute } from "./connect/unary-call.js";
 import { pathAgentNameKey, protocolKey, type Protocol } from "./context.js";
+import { boundTimeoutHeaders } from "./deadlines.js";
 import { restServices } from "./descriptors.js";
-import { leavesUnreadBody } from "./http-request.js";
+import { headerIn, leavesUnreadBody } from "./http-request.js";
 import { grpcUnaryRoute } from "./grpc/unary-call.js";
+import { binaryContentType, decodedTextBody, isGrpcWebText, textResponse } from "./grpc-web-text.js";
 import { IntakeBudget } from "./intake-budget.js";
 import { listen, type HttpRequest, type HttpResponse, type Listener } from "./listener.js";
 import { Metrics } from "./metrics.js";
@@ -24,6 +26,7 @@ import { buildOpenApi } from "./rest/openapi.js";
 import { createRestTranscoder } from "./rest/transcoder.js";
 import { serviceImplementations, type Services } from "./routes.js";
 import { writeJson, writeStatusError } from "./rest/http-response.js";
+import { rpcFramingOf, unknownRpc, unsupportedEncoding, unsupportedEncodingError, writeRefusal } from "./refused-call.js";
 import { requestPath, RpcMethods } from "./rpc-methods.js";
 import { toConnectError } from "./status.js";
 import { createTransferRoutes } from "./transfer-routes.js";
@@ -130,17 +133,28 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
       res.setHeader("access-control-allow-headers", config.allowCorsHeaders);
       if (req.method === "OPTIONS") return void res.writeHead(204).end();
     }
-    const plain = req.method === "GET" ? plainRoutes[path] : undefined;
+    const plain = req.method === "GET" || req.method === "HEAD" ? plainRoutes[path] : undefined;
     if (plain) return plain(res, req);
 
     const rpc = methods.resolve(path);
+    const framing = rpcFramingOf(req, path);
+    const encoding = framing && unsupportedEncoding(req, framing);
+    if (rpc && framing && encoding !== undefined) {
+      // gRPC (doc/compression.md) and Connect alike: UNIMPLEMENTED, and the answer says which encodings are read.
+      const call = pipeline.begin({ method: rpc.spec.method, protocol: protocolOf(req.headers["content-type"]), header: (name) => headerIn(req.headers, name), pathAgentName: rpc.pathAgentName });
+      const error = call.refusal ?? call.finish(unsupportedEncodingError(encoding))!;
+      return writeRefusal(req, res, framing, error, { requestId: call.requestId, acceptEncoding: true });
+    }
     if (rpc) {
       const served = connectUnary(req, res, rpc);
       if (served) return served;
+      boundTimeoutHeaders(req.headers);
       const values = createContextValues();
       values.set(protocolKey, protocolOf(req.headers["content-type"]));
       if (rpc.pathAgentName !== undefined) values.set(pathAgentNameKey, rpc.pathAgentName);
       const connectHandler = connectHandlers.get(requestPath(rpc.spec.method))!;
+      const text = isGrpcWebText(req.headers["content-type"]);
+      if (text) req.headers["content-type"] = binaryContentType;
       const contentType = req.headers["content-type"];
       const checks = {
         maxBytes: config.maxRequestBytes,
@@ -149,17 +163,24 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
         encoding: String(req.headers["connect-content-encoding"] ?? req.headers["grpc-encoding"] ?? "") || undefined,
       };
       const request = connectNodeRequest(req, res, values, (body) =>
-        adapter.meteredBody(values, req, isEnveloped(contentType) ? checkedEnvelopes(body, checks) : body),
+        adapter.meteredBody(values, req, isEnveloped(contentType) ? checkedEnvelopes(text ? decodedTextBody(body) : body, checks) : body),
       );
-      const response = closingUnreadBody(req, await refuseUndecodable(await connectHandler(request)));
-      await universalResponseToNodeResponse(response, res);
-      return adapter.finishRefused(values, response);
+      const answer = withAllow(await refuseUndecodable(await connectHandler(request)), connectHandler.allowedMethods);
+      const response = closingUnreadBody(req, text ? textResponse(answer) : answer);
+      try {
+        await universalResponseToNodeResponse(response, res);
+      } finally {
+        // Counted and logged even when the client has gone (a reset stream) and the answer could not be written.
+        adapter.finishRefused(values, response);
+      }
+      return;
     }
     if (path === mcpPath) return void (await (await mcpHandler()).handle(req, res));
     if (await transferRoutes.handle(req, res)) return;
     if (await webConsole.handle(req, res)) return;
     if (await rest.handle(req, res)) return;
-    writeStatusError(res, toConnectError(notFound("ROUTE_NOT_FOUND", "no route for this path", { path })));
+    if (framing) return writeRefusal(req, res, framing, toConnectError(unknownRpc()));
+    writeStatusError(res, toConnectError(notFound("ROUTE_NOT_FOUND", "no route for this path", { path })), { close: leavesUnreadBody(req) });
   }
 
   const handler = (req: HttpRequest, res: HttpResponse): void => {
@@ -204,6 +225,14 @@ function closingUnreadBody(req: HttpRequest, response: UniversalServerResponse):
   if (!leavesUnreadBody(req)) return response;
   const header = new Headers(response.header);
   header.set("connection", "close");
+  return { ...response, header };
+}
+
+/** connect-node answers a method it does not serve with 405 alone; RFC 9110 wants Allow on every 405. */
+function withAllow(response: UniversalServerResponse, allowed: readonly string[]): UniversalServerResponse {
+  if (response.status !== 405) return response;
+  const header = new Headers(response.header);
+  header.set("allow", allowed.join(", "));
   return { ...response, header };
 }
 

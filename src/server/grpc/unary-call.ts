@@ -98,7 +98,11 @@ function serveGrpcUnary(stream: http2.ServerHttp2Stream, headers: http2.Incoming
   });
   stream.once("end", () => {
     tally?.release();
-    if (!context.isAnswered) answer().catch((error: unknown) => context.fail(error));
+    // A reset stream ends its readable side too, before "close" tells it was reset: a turn of the loop later the reset is
+    // known, and a request the client cancelled before END_STREAM is never processed.
+    setImmediate(() => {
+      if (!context.isAnswered && !stream.destroyed) answer().catch((error: unknown) => context.fail(error));
+    });
   });
 
   async function answer(): Promise<void> {
