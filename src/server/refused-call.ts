@@ -41,9 +41,16 @@ export const unknownRpc = (): ConnectError => new ConnectError("no such service 
 /**
  * Answers an RPC that no implementation will see (an unknown method, an unreadable encoding) in the framing its client
  * reads: a trailers-only answer for gRPC and gRPC-Web, an end-of-stream message for Connect streams, the error JSON
- * with the code's HTTP status for Connect unary. `acceptEncoding` lists what the server reads, under the framing's name.
+ * with the code's HTTP status (or `connectHttpStatus`) for Connect unary. `acceptEncoding` lists what the server reads,
+ * under the framing's name.
  */
-export function writeRefusal(req: HttpRequest, res: HttpResponse, framing: RpcFraming, error: ConnectError, options: { requestId?: string; acceptEncoding?: boolean } = {}): void {
+export function writeRefusal(
+  req: HttpRequest,
+  res: HttpResponse,
+  framing: RpcFraming,
+  error: ConnectError,
+  options: { requestId?: string; acceptEncoding?: boolean; connectHttpStatus?: number } = {},
+): void {
   const headers = visibleHeaders({}, error.metadata);
   if (options.requestId !== undefined) headers["x-request-id"] = options.requestId;
   const contentType = req.headers["content-type"] ?? "";
@@ -72,7 +79,7 @@ export function writeRefusal(req: HttpRequest, res: HttpResponse, framing: RpcFr
   }
   headers["content-type"] = "application/json";
   if (options.acceptEncoding) headers["accept-encoding"] = acceptedEncodings;
-  send(req, res, codeToHttpStatus(error.code), headers, errorToJsonBytes(error, {}));
+  send(req, res, options.connectHttpStatus ?? codeToHttpStatus(error.code), headers, errorToJsonBytes(error, {}));
 }
 
 function send(req: HttpRequest, res: HttpResponse, status: number, headers: Record<string, string>, body?: Uint8Array): void {

@@ -179,7 +179,8 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
     if (await transferRoutes.handle(req, res)) return;
     if (await webConsole.handle(req, res)) return;
     if (await rest.handle(req, res)) return;
-    if (framing) return writeRefusal(req, res, framing, toConnectError(unknownRpc()));
+    // Connect clients read 404 as UNIMPLEMENTED too; it is what an HTTP client expects of a path that is not there.
+    if (framing) return writeRefusal(req, res, framing, toConnectError(unknownRpc()), { connectHttpStatus: 404 });
     writeStatusError(res, toConnectError(notFound("ROUTE_NOT_FOUND", "no route for this path", { path })), { close: leavesUnreadBody(req) });
   }
 

@@ -44,6 +44,8 @@ interface Case {
   reason?: string;
   /** A response header the answer must carry, by protocol. */
   header?: (protocol: Protocol) => [name: string, pattern: RegExp];
+  /** The HTTP status of a Connect unary answer, where the protocol fixes it. */
+  connectHttpStatus?: number;
 }
 
 const enveloped = (protocol: Protocol) => protocol.enveloped;
@@ -112,11 +114,13 @@ const cases: Case[] = [
     name: "an unknown service is UNIMPLEMENTED",
     request: (_p, _path, message) => ({ path: "/no.such.Service/List", messages: [message] }),
     code: Code.Unimplemented,
+    connectHttpStatus: 404,
   },
   {
     name: "an unknown method of a known service is UNIMPLEMENTED",
     request: (_p, path, message) => ({ path: `${path.slice(0, path.lastIndexOf("/"))}/NoSuchMethod`, messages: [message] }),
     code: Code.Unimplemented,
+    connectHttpStatus: 404,
   },
   {
     name: "a malformed timeout is INVALID_ARGUMENT",
@@ -153,6 +157,7 @@ const jsonCases: Case[] = [
 
 function expectOutcome(outcome: Awaited<ReturnType<ConformanceClient["call"]>>, protocol: Protocol, expected: Case): void {
   expect({ code: outcome.code, reason: expected.reason === undefined ? undefined : outcome.reason }).toEqual({ code: expected.code, reason: expected.reason });
+  if (expected.connectHttpStatus !== undefined && !protocol.enveloped) expect(outcome.httpStatus).toBe(expected.connectHttpStatus);
   if (expected.header) {
     const [name, pattern] = expected.header(protocol);
     expect({ ...outcome.headers, ...outcome.trailers }[name]).toMatch(pattern);
