@@ -27,7 +27,7 @@ import { createRestTranscoder } from "./rest/transcoder.js";
 import { serviceImplementations, type Services } from "./routes.js";
 import { writeJson, writeStatusError } from "./rest/http-response.js";
 import { rpcFramingOf, unknownRpc, unsupportedEncoding, unsupportedEncodingError, writeRefusal } from "./refused-call.js";
-import { requestPath, RpcMethods } from "./rpc-methods.js";
+import { requestPath, RpcMethods, type ResolvedMethod } from "./rpc-methods.js";
 import { toConnectError } from "./status.js";
 import { createTransferRoutes } from "./transfer-routes.js";
 import { isStrictService } from "./strict/contract.js";
@@ -123,6 +123,35 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
     },
   };
 
+  /** An RPC the fast paths leave (streams, gRPC-Web, the JSON codec, brotli, Connect GET) goes through connect-node. */
+  async function serveOnConnectNode(req: HttpRequest, res: HttpResponse, rpc: ResolvedMethod): Promise<void> {
+    boundTimeoutHeaders(req.headers);
+    const values = createContextValues();
+    values.set(protocolKey, protocolOf(req.headers["content-type"]));
+    if (rpc.pathAgentName !== undefined) values.set(pathAgentNameKey, rpc.pathAgentName);
+    const connectHandler = connectHandlers.get(requestPath(rpc.spec.method))!;
+    const text = isGrpcWebText(req.headers["content-type"]);
+    if (text) req.headers["content-type"] = binaryContentType;
+    const contentType = req.headers["content-type"];
+    const checks = {
+      maxBytes: config.maxRequestBytes,
+      strict: isStrictService(rpc.spec.method.parent),
+      json: contentType?.includes("json") === true,
+      encoding: String(req.headers["connect-content-encoding"] ?? req.headers["grpc-encoding"] ?? "") || undefined,
+    };
+    const request = connectNodeRequest(req, res, values, (body) =>
+      adapter.meteredBody(values, req, isEnveloped(contentType) ? checkedEnvelopes(text ? decodedTextBody(body) : body, checks) : body),
+    );
+    const answer = withAllow(await refuseUndecodable(await connectHandler(request)), connectHandler.allowedMethods);
+    const response = closingUnreadBody(req, text ? textResponse(answer) : answer);
+    try {
+      await universalResponseToNodeResponse(response, res);
+    } finally {
+      // Counted and logged even when the client has gone (a reset stream) and the answer could not be written.
+      adapter.finishRefused(values, response);
+    }
+  }
+
   async function handle(req: HttpRequest, res: HttpResponse): Promise<void> {
     const url = req.url ?? "/";
     const query = url.indexOf("?");
@@ -145,36 +174,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
       const error = call.refusal ?? call.finish(unsupportedEncodingError(encoding))!;
       return writeRefusal(req, res, framing, error, { requestId: call.requestId, acceptEncoding: true });
     }
-    if (rpc) {
-      const served = connectUnary(req, res, rpc);
-      if (served) return served;
-      boundTimeoutHeaders(req.headers);
-      const values = createContextValues();
-      values.set(protocolKey, protocolOf(req.headers["content-type"]));
-      if (rpc.pathAgentName !== undefined) values.set(pathAgentNameKey, rpc.pathAgentName);
-      const connectHandler = connectHandlers.get(requestPath(rpc.spec.method))!;
-      const text = isGrpcWebText(req.headers["content-type"]);
-      if (text) req.headers["content-type"] = binaryContentType;
-      const contentType = req.headers["content-type"];
-      const checks = {
-        maxBytes: config.maxRequestBytes,
-        strict: isStrictService(rpc.spec.method.parent),
-        json: contentType?.includes("json") === true,
-        encoding: String(req.headers["connect-content-encoding"] ?? req.headers["grpc-encoding"] ?? "") || undefined,
-      };
-      const request = connectNodeRequest(req, res, values, (body) =>
-        adapter.meteredBody(values, req, isEnveloped(contentType) ? checkedEnvelopes(text ? decodedTextBody(body) : body, checks) : body),
-      );
-      const answer = withAllow(await refuseUndecodable(await connectHandler(request)), connectHandler.allowedMethods);
-      const response = closingUnreadBody(req, text ? textResponse(answer) : answer);
-      try {
-        await universalResponseToNodeResponse(response, res);
-      } finally {
-        // Counted and logged even when the client has gone (a reset stream) and the answer could not be written.
-        adapter.finishRefused(values, response);
-      }
-      return;
-    }
+    if (rpc) return connectUnary(req, res, rpc) ?? serveOnConnectNode(req, res, rpc);
     if (path === mcpPath) return void (await (await mcpHandler()).handle(req, res));
     if (await transferRoutes.handle(req, res)) return;
     if (await webConsole.handle(req, res)) return;
