@@ -194,7 +194,8 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
   };
 
   // Unary gRPC is served on the HTTP/2 stream itself; everything else of HTTP/2 reaches `handler`.
-  const onHttp2Stream = grpcUnaryRoute(methods, direct);
+  const readOnly = new Set(rest.routes.filter((route) => route.httpMethod === "GET").map((route) => route.method));
+  const onHttp2Stream = grpcUnaryRoute(methods, { ...direct, readOnly });
 
   const listenOn = [config.httpPort, config.grpcPort].filter((port, index) => index === 0 || port > 0);
   const listeners: Listener[] = [];
