@@ -38,8 +38,15 @@ export function connectPipeline(pipeline: CallPipeline): {
       });
       context.values.set(openCallKey, { call, trailer: context.responseTrailer });
       // A call whose client went away before any answer (a stream reset while its request was arriving) ends here:
-      // connect-node may never finish writing to the closed stream. Anything that finished it first has precedence.
-      context.signal.addEventListener("abort", () => call.finish(abortReason(context.signal)), { once: true });
+      // connect-node may never finish writing to the closed stream. Every other outcome is finished where it is known.
+      context.signal.addEventListener(
+        "abort",
+        () => {
+          const reason = abortReason(context.signal);
+          if (reason.code === Code.Canceled) call.finish(reason);
+        },
+        { once: true },
+      );
       context.responseHeader.set("x-request-id", call.requestId);
       if (isStrictService(context.service)) for (const [name, value] of Object.entries(strictResponseHeaders)) context.responseHeader.set(name, value);
       if (call.refusal !== undefined) throw call.refusal;
