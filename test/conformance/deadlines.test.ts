@@ -1,7 +1,7 @@
 import { create, fromBinary, fromJson, toBinary } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SubmitOperationRequestSchema, WaitOperationRequestSchema, WaitOperationResponseSchema } from "../../src/gen/axon/agent/v1/agent_pb.js";
+import { SubmitOperationRequestSchema, WaitOperationRequestSchema, WaitOperationResponseSchema, WatchOperationRequestSchema } from "../../src/gen/axon/agent/v1/agent_pb.js";
 import { ChatRequestSchema } from "../../src/gen/neuro_san/api/grpc/agent_pb.js";
 import { alice, httpOp, operationsApi, roomyAdmission, startUpstream, writeFiles } from "../support/operations.js";
 import { ScriptedChats } from "../support/scripted-chat.js";
@@ -109,6 +109,14 @@ describe("a long poll over REST", () => {
 describe.each(streamProtocols)("a server stream over $name", (protocol) => {
   it("is DEADLINE_EXCEEDED when its deadline passes before it ends", async () => {
     const outcome = await client.call(protocol, { path: chat, messages: [chatRequest(protocol, "hang")], headers: protocol.timeout(200) });
+    expect(outcome.code).toBe(Code.DeadlineExceeded);
+  });
+
+  it("is DEADLINE_EXCEEDED when its deadline passes while it waits for changes", async () => {
+    const operation = await pendingOperation(`watch-${keyOf(protocol)}`);
+    const request =
+      protocol.codec === "json" ? Buffer.from(JSON.stringify({ id: operation.id })) : Buffer.from(toBinary(WatchOperationRequestSchema, create(WatchOperationRequestSchema, { id: operation.id })));
+    const outcome = await client.call(protocol, { path: `${service}/WatchOperation`, messages: [request], headers: { ...bearer, ...protocol.timeout(300) } });
     expect(outcome.code).toBe(Code.DeadlineExceeded);
   });
 
