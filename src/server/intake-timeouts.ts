@@ -11,21 +11,45 @@ const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR, NGHTTP2_STREAM_STATE_HALF_CLOSED_REMOT
  */
 export function watchHttp1Body(req: http.IncomingMessage, res: http.ServerResponse, timeoutMs: number, answerTimeout: (res: http.ServerResponse) => void): void {
   if (!declaresBody(req.headers)) return;
-  const { socket } = req;
-  const closeAfterResponse = (): void => void socket.end(() => socket.destroy());
   track(req, timeoutMs, {
     ended: () => req.complete,
     expire: () => {
-      if (res.headersSent) return void socket.destroy();
+      if (res.headersSent) return void req.socket.destroy();
+      // The answer's end closes the connection (below).
       res.setHeader("connection", "close");
       answerTimeout(res);
-      closeAfterResponse();
     },
   });
   res.once("close", () => bodies.delete(req));
   res.once("finish", () => {
-    if (!req.complete) closeAfterResponse();
+    if (!req.complete) lingeringClose(req);
   });
+}
+
+/** How long a connection closed before its request body was read goes on reading it (and dropping it) at most. */
+const lingerMs = 2_000;
+
+/**
+ * Closes the connection of a response that went out before its request's body was read, gracefully (RFC 9112 §9.6):
+ * the FIN goes out after the response, and what the client still sends is read and dropped until its body is complete,
+ * it closes, or `lingerMs` pass. Destroying the socket at once with unread bytes would send RST, which can take the
+ * response with it before the client has read it (a gRPC-Web client saw EPIPE).
+ */
+function lingeringClose(req: http.IncomingMessage): void {
+  const { socket } = req;
+  if (socket.destroyed) return;
+  // Node closes a `Connection: close` response with destroySoon, whose destroy follows the FIN at once.
+  socket.removeListener("finish", socket.destroy);
+  socket.end();
+  const close = (): void => {
+    clearTimeout(timer);
+    socket.destroy();
+  };
+  const timer = setTimeout(close, lingerMs).unref();
+  if (req.complete) return close();
+  req.once("end", close);
+  socket.once("end", close);
+  req.resume();
 }
 
 /**

@@ -1,9 +1,11 @@
 import type * as http from "node:http";
-import type * as http2 from "node:http2";
+import http2 from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { AxonError, invalidArgument } from "../errors.js";
 import { inflateBounded } from "./compression.js";
 import type { BodyTally } from "./intake-budget.js";
+
+const { NGHTTP2_NO_ERROR } = http2.constants;
 
 export type IncomingRequest = http.IncomingMessage | http2.Http2ServerRequest;
 
@@ -27,7 +29,8 @@ export async function readRequestBody(req: IncomingRequest, maxBytes: number, op
   const declared = Number(req.headers["content-length"]);
   if (Number.isFinite(declared) && declared > maxBytes) throw requestTooLarge(maxBytes);
   const body = req.readableEnded ? new Uint8Array(0) : await readBounded(req, maxBytes, options.tally);
-  return gzipped ? inflateBounded("gzip", body, maxBytes) : body;
+  // Zero bytes are the empty body whatever the encoding: there is nothing to inflate (Connect's own reading).
+  return gzipped && body.byteLength > 0 ? inflateBounded("gzip", body, maxBytes) : body;
 }
 
 function readBounded(req: IncomingRequest, maxBytes: number, tally: BodyTally | undefined): Promise<Buffer> {
@@ -50,7 +53,11 @@ function readBounded(req: IncomingRequest, maxBytes: number, tally: BodyTally | 
     };
     const onEnd = (): void => {
       stop();
-      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+      if (!("stream" in req)) return resolve(body);
+      // An HTTP/2 body ends the same way when its stream is reset before END_STREAM; a turn of the loop later the
+      // reset is known, and a request the client cancelled is never processed.
+      setImmediate(() => (req.stream.destroyed && req.stream.rstCode !== NGHTTP2_NO_ERROR ? reject(new ConnectError("client cancelled the request", Code.Canceled)) : resolve(body)));
     };
     const onClose = (): void => {
       stop();

@@ -15,9 +15,11 @@ import { checkedEnvelopes, isEnveloped } from "./connect/checked-envelopes.js";
 import { connectNodeRequest } from "./connect/node-request.js";
 import { connectUnaryRoute } from "./connect/unary-call.js";
 import { pathAgentNameKey, protocolKey, socketKey, type Protocol } from "./context.js";
+import { boundTimeoutHeaders } from "./deadlines.js";
 import { restServices } from "./descriptors.js";
-import { leavesUnreadBody } from "./http-request.js";
+import { headerIn, leavesUnreadBody } from "./http-request.js";
 import { grpcUnaryRoute } from "./grpc/unary-call.js";
+import { binaryContentType, decodedTextBody, isGrpcWebText, textResponse } from "./grpc-web-text.js";
 import { IntakeBudget } from "./intake-budget.js";
 import { TlsCredentials } from "./tls-credentials.js";
 import { listen, type HttpRequest, type HttpResponse, type Listener } from "./listener.js";
@@ -30,7 +32,8 @@ import { buildOpenApi } from "./rest/openapi.js";
 import { createRestTranscoder } from "./rest/transcoder.js";
 import { serviceImplementations, type Services } from "./routes.js";
 import { writeJson, writeStatusError } from "./rest/http-response.js";
-import { requestPath, RpcMethods } from "./rpc-methods.js";
+import { rpcFramingOf, unknownRpc, unsupportedEncoding, unsupportedEncodingError, writeRefusal } from "./refused-call.js";
+import { requestPath, RpcMethods, type ResolvedMethod } from "./rpc-methods.js";
 import { toConnectError } from "./status.js";
 import { createTransferRoutes } from "./transfer-routes.js";
 import { isStrictService } from "./strict/contract.js";
@@ -145,6 +148,36 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
     },
   };
 
+  /** An RPC the fast paths leave (streams, gRPC-Web, the JSON codec, brotli, Connect GET) goes through connect-node. */
+  async function serveOnConnectNode(req: HttpRequest, res: HttpResponse, rpc: ResolvedMethod): Promise<void> {
+    boundTimeoutHeaders(req.headers);
+    const values = createContextValues();
+    values.set(protocolKey, protocolOf(req.headers["content-type"]));
+    values.set(socketKey, req.socket);
+    if (rpc.pathAgentName !== undefined) values.set(pathAgentNameKey, rpc.pathAgentName);
+    const connectHandler = connectHandlers.get(requestPath(rpc.spec.method))!;
+    const text = isGrpcWebText(req.headers["content-type"]);
+    if (text) req.headers["content-type"] = binaryContentType;
+    const contentType = req.headers["content-type"];
+    const checks = {
+      maxBytes: config.maxRequestBytes,
+      strict: isStrictService(rpc.spec.method.parent),
+      json: contentType?.includes("json") === true,
+      encoding: String(req.headers["connect-content-encoding"] ?? req.headers["grpc-encoding"] ?? "") || undefined,
+    };
+    const request = connectNodeRequest(req, res, values, (body) =>
+      adapter.meteredBody(values, req, isEnveloped(contentType) ? checkedEnvelopes(text ? decodedTextBody(body) : body, checks) : body),
+    );
+    const answer = withAllow(await refuseUndecodable(await connectHandler(request)), connectHandler.allowedMethods);
+    const response = closingUnreadBody(req, text ? textResponse(answer) : answer);
+    try {
+      await universalResponseToNodeResponse(response, res);
+    } finally {
+      // Counted and logged even when the client has gone (a reset stream) and the answer could not be written.
+      adapter.finishRefused(values, response);
+    }
+  }
+
   async function handle(req: HttpRequest, res: HttpResponse): Promise<void> {
     const url = req.url ?? "/";
     const query = url.indexOf("?");
@@ -155,37 +188,29 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
       res.setHeader("access-control-allow-headers", config.allowCorsHeaders);
       if (req.method === "OPTIONS") return void res.writeHead(204).end();
     }
-    const plain = req.method === "GET" ? plainRoutes[path] : undefined;
+    const plain = req.method === "GET" || req.method === "HEAD" ? plainRoutes[path] : undefined;
     if (plain) return plain(res, req);
 
     const rpc = methods.resolve(path);
-    if (rpc) {
-      const served = connectUnary(req, res, rpc);
-      if (served) return served;
-      const values = createContextValues();
-      values.set(protocolKey, protocolOf(req.headers["content-type"]));
-      values.set(socketKey, req.socket);
-      if (rpc.pathAgentName !== undefined) values.set(pathAgentNameKey, rpc.pathAgentName);
-      const connectHandler = connectHandlers.get(requestPath(rpc.spec.method))!;
-      const contentType = req.headers["content-type"];
-      const checks = {
-        maxBytes: config.maxRequestBytes,
-        strict: isStrictService(rpc.spec.method.parent),
-        json: contentType?.includes("json") === true,
-        encoding: String(req.headers["connect-content-encoding"] ?? req.headers["grpc-encoding"] ?? "") || undefined,
-      };
-      const request = connectNodeRequest(req, res, values, (body) =>
-        adapter.meteredBody(values, req, isEnveloped(contentType) ? checkedEnvelopes(body, checks) : body),
-      );
-      const response = closingUnreadBody(req, await refuseUndecodable(await connectHandler(request)));
-      await universalResponseToNodeResponse(response, res);
-      return adapter.finishRefused(values, response);
+    const framing = rpcFramingOf(req, path);
+    const encoding = framing && unsupportedEncoding(req, framing);
+    if (rpc && framing && encoding !== undefined) {
+      // gRPC (doc/compression.md) and Connect alike: UNIMPLEMENTED, and the answer says which encodings are read.
+      const call = await pipeline.begin({
+        ...{ method: rpc.spec.method, protocol: protocolOf(req.headers["content-type"]), pathAgentName: rpc.pathAgentName },
+        ...{ header: (name: string) => headerIn(req.headers, name), socket: req.socket },
+      });
+      const error = call.refusal ?? call.finish(unsupportedEncodingError(encoding))!;
+      return writeRefusal(req, res, framing, error, { requestId: call.requestId, acceptEncoding: true });
     }
+    if (rpc) return connectUnary(req, res, rpc) ?? serveOnConnectNode(req, res, rpc);
     if (path === mcpPath && config.mcpEnable) return void (await (await mcpHandler()).handle(req, res));
     if (await transferRoutes.handle(req, res)) return;
     if (await webConsole.handle(req, res)) return;
     if (await rest.handle(req, res)) return;
-    writeStatusError(res, toConnectError(notFound("ROUTE_NOT_FOUND", "no route for this path", { path })));
+    // Connect clients read 404 as UNIMPLEMENTED too; it is what an HTTP client expects of a path that is not there.
+    if (framing) return writeRefusal(req, res, framing, toConnectError(unknownRpc()), { connectHttpStatus: 404 });
+    writeStatusError(res, toConnectError(notFound("ROUTE_NOT_FOUND", "no route for this path", { path })), { close: leavesUnreadBody(req) });
   }
 
   const handler = (req: HttpRequest, res: HttpResponse): void => {
@@ -198,7 +223,8 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
   };
 
   // Unary gRPC is served on the HTTP/2 stream itself; everything else of HTTP/2 reaches `handler`.
-  const onHttp2Stream = grpcUnaryRoute(methods, direct);
+  const readOnly = new Set(rest.routes.filter((route) => route.httpMethod === "GET").map((route) => route.method));
+  const onHttp2Stream = grpcUnaryRoute(methods, { ...direct, readOnly });
 
   const listenOn = [config.httpPort, config.grpcPort].filter((port, index) => index === 0 || port > 0);
   const listeners: Listener[] = [];
@@ -232,6 +258,14 @@ function closingUnreadBody(req: HttpRequest, response: UniversalServerResponse):
   if (!leavesUnreadBody(req)) return response;
   const header = new Headers(response.header);
   header.set("connection", "close");
+  return { ...response, header };
+}
+
+/** connect-node answers a method it does not serve with 405 alone; RFC 9110 wants Allow on every 405. */
+function withAllow(response: UniversalServerResponse, allowed: readonly string[]): UniversalServerResponse {
+  if (response.status !== 405) return response;
+  const header = new Headers(response.header);
+  header.set("allow", allowed.join(", "));
   return { ...response, header };
 }
 

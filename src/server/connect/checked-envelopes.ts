@@ -1,12 +1,12 @@
 import { inflateBounded, isInflatable } from "../compression.js";
-import { requestTooLarge } from "../request-body.js";
+import { requestTooLarge, requestUndecodable } from "../request-body.js";
 import { toConnectError } from "../status.js";
 import { maxStrictBodyBytes } from "../strict/contract.js";
 import { parseStrictBody, refuseOversizedBody } from "../strict/json-body.js";
 
-/** A request body of length-prefixed messages: Connect streams, gRPC and gRPC-Web (not gRPC-Web's base64 text form). */
+/** A request body of length-prefixed messages: Connect streams, gRPC and gRPC-Web (its text form once decoded). */
 export function isEnveloped(contentType: string | undefined): boolean {
-  return contentType !== undefined && /^application\/(connect\+|grpc(-web)?($|[+;]))/.test(contentType) && !contentType.startsWith("application/grpc-web-text");
+  return contentType !== undefined && /^application\/(connect\+|grpc(-web)?($|[+;]))/.test(contentType);
 }
 
 export interface EnvelopeChecks {
@@ -57,6 +57,8 @@ export async function* checkedEnvelopes(body: AsyncIterable<Uint8Array>, checks:
     }
     yield chunk;
   }
+  // A body that ends inside a message is refused alike on every protocol (gRPC-Web's own reading says UNIMPLEMENTED).
+  if (skip > 0 || pending.byteLength > 0) throw toConnectError(requestUndecodable("the message is shorter than its declared length"), { contractCodes: checks.strict });
 }
 
 const headerBytes = 5;

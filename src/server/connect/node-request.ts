@@ -1,4 +1,5 @@
-import type { ContextValues } from "@connectrpc/connect";
+import http2, { type ServerHttp2Stream } from "node:http2";
+import { Code, ConnectError, type ContextValues } from "@connectrpc/connect";
 import { universalRequestFromNodeRequest } from "@connectrpc/connect-node";
 import type { UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { requestOrigin } from "../http-request.js";
@@ -31,5 +32,16 @@ export function connectNodeRequest(
     if (typeof authority === "string") request.header.set("host", authority);
     else request.header.delete("host");
   }
-  return { ...request, body: meter(request.body as AsyncIterable<Uint8Array>) };
+  const body = request.body as AsyncIterable<Uint8Array>;
+  return { ...request, body: meter("stream" in req ? unlessReset(req.stream, body) : body) };
+}
+
+/**
+ * An HTTP/2 body that ends because its stream was reset (RST_STREAM before END_STREAM) ends like a complete one; the
+ * reset is known a turn of the loop later. A cancelled request is never handed to the implementation.
+ */
+async function* unlessReset(stream: ServerHttp2Stream, body: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
+  yield* body;
+  await new Promise((resolve) => setImmediate(resolve));
+  if (stream.destroyed && stream.rstCode !== http2.constants.NGHTTP2_NO_ERROR) throw new ConnectError("the client cancelled the call", Code.Canceled);
 }

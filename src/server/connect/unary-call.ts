@@ -100,11 +100,14 @@ async function serveConnectUnary(req: IncomingRequest, res: HttpResponse, target
   }
 }
 
+// Unknown fields are ignored, as connect-node's routes and REST read them (a strict service refuses them everywhere).
+const jsonReadOptions = { registry: typeRegistry, ignoreUnknownFields: true };
+
 function decode(schema: DescMessage, codec: ConnectCodec, bytes: Uint8Array): Message {
   try {
     if (codec === "proto") return fromBinary(schema, bytes);
     if (bytes.byteLength === 0) return create(schema);
-    return fromJson(schema, JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8")), { registry: typeRegistry });
+    return fromJson(schema, JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8")), jsonReadOptions);
   } catch (error) {
     throw requestUndecodable(codec === "json" && error instanceof Error ? error.message : undefined);
   }

@@ -1,3 +1,4 @@
+import { Code, ConnectError } from "@connectrpc/connect";
 import { inflateBounded } from "../compression.js";
 import { requestTooLarge, requestUndecodable } from "../request-body.js";
 
@@ -36,17 +37,20 @@ export class UnaryMessageReader {
     if (this.received > prefixBytes + this.maxBytes) throw requestTooLarge(this.maxBytes);
   }
 
-  /** The message, once the request has ended: exactly one, complete, decompressed. */
+  /**
+   * The message, once the request has ended: exactly one, complete, decompressed. No message or a second one is
+   * UNIMPLEMENTED and a compressed one without an encoding INTERNAL, as connect-es and gRPC's own servers answer.
+   */
   async message(): Promise<Uint8Array> {
     const bytes = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
-    if (bytes.byteLength < prefixBytes) throw requestUndecodable("a unary request carries exactly one message");
+    if (bytes.byteLength === 0) throw new ConnectError("a unary request carries exactly one message: it has none", Code.Unimplemented);
+    if (bytes.byteLength < prefixBytes) throw requestUndecodable("the message is shorter than its declared length");
     const length = bytes.readUInt32BE(1);
-    if (bytes.byteLength !== prefixBytes + length) {
-      throw requestUndecodable(bytes.byteLength < prefixBytes + length ? "the message is shorter than its declared length" : "a unary request carries exactly one message");
-    }
+    if (bytes.byteLength < prefixBytes + length) throw requestUndecodable("the message is shorter than its declared length");
+    if (bytes.byteLength > prefixBytes + length) throw new ConnectError("a unary request carries exactly one message: it has more", Code.Unimplemented);
     const payload = bytes.subarray(prefixBytes);
     if ((bytes[0]! & compressedFlag) === 0) return payload;
-    if (this.encoding !== "gzip") throw requestUndecodable("a compressed message needs a grpc-encoding");
+    if (this.encoding !== "gzip") throw new ConnectError("a message flagged compressed needs a grpc-encoding", Code.Internal);
     return inflateBounded("gzip", payload, this.maxBytes);
   }
 

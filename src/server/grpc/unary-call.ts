@@ -1,5 +1,5 @@
 import http2 from "node:http2";
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { fromBinary, toBinary, type DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { acceptsGzip, compressMinBytes, gzip } from "../compression.js";
 import { parseGrpcTimeout } from "../deadlines.js";
@@ -17,6 +17,11 @@ export interface GrpcUnaryOptions {
   pipeline: CallPipeline;
   maxRequestBytes: number;
   shutdownSignal: AbortSignal;
+  /**
+   * Methods without side effects (their REST rule is a GET): a reset that arrives with their request's end need not be
+   * waited for, since running them for a client that has gone changes nothing.
+   */
+  readOnly?: ReadonlySet<DescMethod>;
 }
 
 const contentType = "application/grpc";
@@ -99,7 +104,13 @@ async function serveGrpcUnary(stream: http2.ServerHttp2Stream, headers: http2.In
   });
   stream.once("end", () => {
     tally?.release();
-    if (!context.isAnswered) answer().catch((error: unknown) => context.fail(error));
+    const run = (): void => {
+      if (!context.isAnswered && !stream.destroyed) answer().catch((error: unknown) => context.fail(error));
+    };
+    // A reset stream ends its readable side too, before "close" tells it was reset: a turn of the loop later the reset is
+    // known, and a request the client cancelled before END_STREAM never changes anything.
+    if (options.readOnly?.has(method) === true) run();
+    else setImmediate(run);
   });
 
   async function answer(): Promise<void> {

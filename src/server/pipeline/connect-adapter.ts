@@ -38,6 +38,16 @@ export function connectPipeline(pipeline: CallPipeline): {
         socket: context.values.get(socketKey),
       });
       context.values.set(openCallKey, { call, trailer: context.responseTrailer });
+      // A call whose client went away before any answer (a stream reset while its request was arriving) ends here:
+      // connect-node may never finish writing to the closed stream. Every other outcome is finished where it is known.
+      context.signal.addEventListener(
+        "abort",
+        () => {
+          const reason = abortReason(context.signal);
+          if (reason.code === Code.Canceled) call.finish(reason);
+        },
+        { once: true },
+      );
       context.responseHeader.set("x-request-id", call.requestId);
       if (isStrictService(context.service)) for (const [name, value] of Object.entries(strictResponseHeaders)) context.responseHeader.set(name, value);
       if (call.refusal !== undefined) throw call.refusal;
@@ -51,6 +61,9 @@ export function connectPipeline(pipeline: CallPipeline): {
       } catch (error) {
         throw call.finish(error);
       }
+      // An implementation may answer after its signal aborted (a long poll returns what it has): the call has failed
+      // by then (deadline, cancel, shutdown), and connect-node would send the answer as OK.
+      if (request.signal.aborted) throw call.finish(abortReason(request.signal));
       if (!response.stream) {
         call.finish();
         return response;
@@ -63,11 +76,12 @@ export function connectPipeline(pipeline: CallPipeline): {
           let failure: unknown;
           try {
             yield* messages;
+            if (request.signal.aborted) throw abortReason(request.signal);
           } catch (error) {
             failure = error;
             throw call.finish(error);
           } finally {
-            call.finish(failure ?? (request.signal.aborted ? new ConnectError("cancelled", Code.Canceled) : undefined));
+            call.finish(failure ?? (request.signal.aborted ? abortReason(request.signal) : undefined));
           }
         })(),
       };
@@ -100,4 +114,10 @@ export function connectPipeline(pipeline: CallPipeline): {
       open.call.finish(code === 0 ? undefined : new ConnectError("refused by the protocol layer", code in Code ? (code as Code) : Code.Unknown));
     },
   };
+}
+
+/** Why connect-node aborted a call: its deadline, the shutdown, or (anything else) the client went away. */
+function abortReason(signal: AbortSignal): ConnectError {
+  const reason: unknown = signal.reason;
+  return reason instanceof ConnectError ? reason : new ConnectError("the client cancelled the call", Code.Canceled);
 }

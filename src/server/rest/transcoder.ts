@@ -50,13 +50,15 @@ export function createRestTranscoder(options: RestTranscoderOptions): RestTransc
   async function handle(req: IncomingRequest, res: ResponseSink): Promise<boolean> {
     const url = pathUrl(req.url ?? "/");
     if (url === undefined) return false;
-    const match = findRoute(routes, req.method ?? "GET", url.pathname);
+    // HEAD is GET without the body (RFC 9110 §9.3.2): Node's responses drop the body of a HEAD request themselves.
+    const match = findRoute(routes, req.method === "HEAD" ? "GET" : (req.method ?? "GET"), url.pathname);
     if (match.kind === "none") return false;
     if (match.kind === "wrong-method") {
       // As grpc-gateway does: the path exists, the verb is not served, which gRPC calls UNIMPLEMENTED;
       // the HTTP status says exactly that, and Allow lists what is.
-      res.setHeader("allow", match.allowedMethods.join(", "));
-      writeStatusError(res, new ConnectError("method not allowed", Code.Unimplemented), { status: 405 });
+      const allowed = match.allowedMethods.includes("GET") ? [...match.allowedMethods, "HEAD"] : match.allowedMethods;
+      res.setHeader("allow", allowed.join(", "));
+      writeStatusError(res, new ConnectError("method not allowed", Code.Unimplemented), { status: 405, close: leavesUnreadBody(req) });
       return true;
     }
     const { route, variables } = match;
