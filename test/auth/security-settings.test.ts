@@ -42,6 +42,7 @@ describe("security settings from the environment", () => {
 
   it("trusts user_id metadata only when told true", () => {
     expect(loadConfig({ AXON_TRUST_USER_ID_METADATA: "true" }, root).trustUserIdMetadata).toBe(true);
-    expect(() => loadConfig({ AXON_TRUST_USER_ID_METADATA: "yes" }, root)).toThrow(/true or false/);
+    expect(loadConfig({ AXON_TRUST_USER_ID_METADATA: "false" }, root).trustUserIdMetadata).toBe(false);
+    expect(() => loadConfig({ AXON_TRUST_USER_ID_METADATA: "maybe" }, root)).toThrow(/true or false/);
   });
 });
