@@ -1,5 +1,6 @@
 import Anthropic, { APIConnectionError, APIConnectionTimeoutError, APIError } from "@anthropic-ai/sdk";
 import type { JsonObject } from "@bufbuild/protobuf";
+import { alternatingTurns } from "./alternating-turns.js";
 import type { ModelConfig } from "./config.js";
 import type { Connection } from "./connection.js";
 import type { LlmClient, LlmMessage, LlmRequest, LlmResponse, LlmTool, LlmToolCall } from "./llm.js";
@@ -128,47 +129,12 @@ function toolCallFromInput(id: string, name: string, input: unknown): LlmToolCal
   return { id, name, arguments: {}, argumentsError: "the arguments are not a JSON object" };
 }
 
-/**
- * Anthropic keeps the system prompt apart, wants tool results as blocks of a user turn, and wants user and assistant
- * turns to alternate: consecutive messages of one side are merged into one turn.
- */
 function toAnthropicMessages(messages: LlmMessage[]): Anthropic.MessageParam[] {
-  const turns: { role: "user" | "assistant"; content: Anthropic.ContentBlockParam[] }[] = [];
-  const append = (role: "user" | "assistant", blocks: Anthropic.ContentBlockParam[]) => {
-    if (blocks.length === 0) return;
-    const last = turns.at(-1);
-    if (last?.role === role) last.content.push(...blocks);
-    else turns.push({ role, content: blocks });
-  };
-  for (const message of messages) {
-    switch (message.role) {
-      case "system":
-        break;
-      case "user":
-        append("user", textBlocks(message.content));
-        break;
-      case "tool":
-        append("user", [{ type: "tool_result", tool_use_id: message.toolCallId, content: message.content }]);
-        break;
-      case "assistant":
-        append("assistant", [
-          ...textBlocks(message.content),
-          ...(message.toolCalls ?? []).map((call) => ({
-            type: "tool_use" as const,
-            id: call.id,
-            name: call.name,
-            input: call.arguments,
-          })),
-        ]);
-        break;
-    }
-  }
-  return turns;
-}
-
-/** The API refuses empty text blocks. */
-function textBlocks(text: string): Anthropic.TextBlockParam[] {
-  return text === "" ? [] : [{ type: "text", text }];
+  return alternatingTurns<Anthropic.ContentBlockParam>(messages, {
+    text: (text) => ({ type: "text", text }),
+    toolResult: (toolCallId, content) => ({ type: "tool_result", tool_use_id: toolCallId, content }),
+    toolUse: (call) => ({ type: "tool_use", id: call.id, name: call.name, input: call.arguments }),
+  });
 }
 
 function toAnthropicTool(tool: LlmTool): Anthropic.Tool {

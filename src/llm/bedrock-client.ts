@@ -12,6 +12,7 @@ import {
 import { NodeHttpHandler } from "@smithy/node-http-handler";
 import type { DocumentType } from "@smithy/types";
 import type { JsonObject } from "@bufbuild/protobuf";
+import { alternatingTurns } from "./alternating-turns.js";
 import type { ModelConfig } from "./config.js";
 import type { BedrockConnection } from "./connection.js";
 import type { LlmClient, LlmMessage, LlmRequest, LlmResponse, LlmTool, LlmToolCall } from "./llm.js";
@@ -123,39 +124,13 @@ function toolCallFromInput(id: string, name: string, input: unknown): LlmToolCal
   return { id, name, arguments: {}, argumentsError: "the arguments are not a JSON object" };
 }
 
-/** Like Anthropic's Messages: tool results are blocks of a user turn, and turns of one side merge into one. */
+/** Converse takes turns as Anthropic's Messages does. */
 function toBedrockMessages(messages: LlmMessage[]): Message[] {
-  const turns: { role: "user" | "assistant"; content: ContentBlock[] }[] = [];
-  const append = (role: "user" | "assistant", blocks: ContentBlock[]) => {
-    if (blocks.length === 0) return;
-    const last = turns.at(-1);
-    if (last?.role === role) last.content.push(...blocks);
-    else turns.push({ role, content: blocks });
-  };
-  for (const message of messages) {
-    switch (message.role) {
-      case "system":
-        break;
-      case "user":
-        append("user", textBlocks(message.content));
-        break;
-      case "tool":
-        append("user", [{ toolResult: { toolUseId: message.toolCallId, content: [{ text: message.content }] } }]);
-        break;
-      case "assistant":
-        append("assistant", [
-          ...textBlocks(message.content),
-          ...(message.toolCalls ?? []).map((call) => ({ toolUse: { toolUseId: call.id, name: call.name, input: call.arguments as DocumentType } })),
-        ]);
-        break;
-    }
-  }
-  return turns;
-}
-
-/** Converse refuses empty text blocks. */
-function textBlocks(text: string): ContentBlock[] {
-  return text === "" ? [] : [{ text }];
+  return alternatingTurns<ContentBlock>(messages, {
+    text: (text) => ({ text }),
+    toolResult: (toolCallId, content) => ({ toolResult: { toolUseId: toolCallId, content: [{ text: content }] } }),
+    toolUse: (call) => ({ toolUse: { toolUseId: call.id, name: call.name, input: call.arguments as DocumentType } }),
+  });
 }
 
 function toBedrockTool(tool: LlmTool): Tool {
