@@ -76,6 +76,7 @@ export class AgentRegistry {
   private timer: NodeJS.Timeout | undefined;
   private checking = false;
   private readonly connectivityCache = new WeakMap<AgentNetwork, ConnectivityEntry[]>();
+  private readonly listings = new WeakMap<Snapshot, readonly AgentListing[]>();
   private readonly manifestFiles: string[];
   private readonly hoconOptions: HoconOptions;
   private readonly pythonImportRoots: string[];
@@ -117,11 +118,14 @@ export class AgentRegistry {
     return [...this.snapshot.networks.values()];
   }
 
-  /** What List answers: public networks in manifest order. */
-  listPublic(): AgentListing[] {
-    return this.networks()
-      .filter((network) => network.public)
-      .map(listingOf);
+  /** What List answers: public networks in manifest order; the same array until the networks change. */
+  listPublic(): readonly AgentListing[] {
+    let listings = this.listings.get(this.snapshot);
+    if (listings === undefined) {
+      listings = Object.freeze(this.networks().filter((network) => network.public).map(listingOf));
+      this.listings.set(this.snapshot, listings);
+    }
+    return listings;
   }
 
   /**

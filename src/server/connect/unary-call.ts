@@ -13,6 +13,7 @@ import { visibleHeaders } from "../response-headers.js";
 import type { ResolvedMethod } from "../rpc-methods.js";
 import { isStrictService, strictResponseHeaders } from "../strict/contract.js";
 import { decodeStrictJson, refuseOversizedBody } from "../strict/json-body.js";
+import { encodedOnce } from "../frozen-answers.js";
 import { responseJson } from "../strict/response-json.js";
 
 export interface ConnectUnaryOptions {
@@ -86,7 +87,10 @@ async function serveConnectUnary(req: IncomingRequest, res: HttpResponse, target
     const bytes = await readRequestBody(req, options.maxRequestBytes, { allowGzip: true, tally: call.bodyTally(req) });
     const request = strict ? decodeStrict(method.input, codec, bytes) : decode(method.input, codec, bytes);
     const response = await context.unary(request);
-    let body: Uint8Array = codec === "proto" ? toBinary(method.output, response) : Buffer.from(JSON.stringify(responseJson(method, response)));
+    let body: Uint8Array =
+      codec === "proto"
+        ? encodedOnce(response, toBinary, () => toBinary(method.output, response))
+        : encodedOnce(response, responseJson, () => Buffer.from(JSON.stringify(responseJson(method, response))));
     const gzipped = acceptsGzip(header("accept-encoding")) && body.byteLength >= compressMinBytes;
     if (gzipped) body = await gzip(body);
     if (!context.succeed()) return;

@@ -3,6 +3,7 @@ import { fromBinary, toBinary, type DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { acceptsGzip, compressMinBytes, gzip } from "../compression.js";
 import { parseGrpcTimeout } from "../deadlines.js";
+import { encodedOnce } from "../frozen-answers.js";
 import { headerIn } from "../http-request.js";
 import type { Http2StreamHandler } from "../listener.js";
 import type { CallPipeline } from "../pipeline/call-pipeline.js";
@@ -121,9 +122,10 @@ async function serveGrpcUnary(stream: http2.ServerHttp2Stream, headers: http2.In
     } catch {
       throw requestUndecodable();
     }
-    const response = toBinary(method.output, await context.unary(request));
+    const message = await context.unary(request);
+    const response = encodedOnce(message, toBinary, () => toBinary(method.output, message));
     const gzipped = acceptsGzip(header("grpc-accept-encoding")) && response.byteLength >= compressMinBytes;
-    const frame = frameMessage(gzipped ? await gzip(response) : response, gzipped);
+    const frame = gzipped ? frameMessage(await gzip(response), true) : encodedOnce(message, frameMessage, () => frameMessage(response, false));
     if (!context.succeed() || stream.destroyed) return;
     const { header: sentHeader, trailer } = context.sentHeaders;
     const head: http2.OutgoingHttpHeaders = visibleHeaders({ "content-type": contentType, "x-request-id": call.requestId }, sentHeader);

@@ -22,14 +22,18 @@ export interface ResponseSink {
   flushHeaders?(): void;
   write(chunk: string): boolean;
   end(): unknown;
-  end(chunk: string): unknown;
+  end(chunk: string | Buffer): unknown;
   once(event: "close" | "drain" | "finish", listener: () => void): unknown;
   off(event: "close" | "drain" | "finish", listener: () => void): unknown;
 }
 
 export function writeJson(res: ResponseSink, status: number, json: JsonValue, headers?: Headers): void {
-  const body = JSON.stringify(json);
-  const head = visibleHeaders({ "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) }, headers);
+  writeJsonBody(res, status, Buffer.from(JSON.stringify(json)), headers);
+}
+
+/** JSON already encoded. */
+export function writeJsonBody(res: ResponseSink, status: number, body: Buffer, headers?: Headers): void {
+  const head = visibleHeaders({ "content-type": "application/json", "content-length": String(body.byteLength) }, headers);
   res.writeHead(status, head);
   res.end(body);
 }

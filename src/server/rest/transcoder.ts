@@ -10,7 +10,8 @@ import { readRequestBody, type IncomingRequest } from "../request-body.js";
 import type { RpcMethods } from "../rpc-methods.js";
 import { statusJson } from "../status.js";
 import { compileRestRoutes, findRoute, type RestRoute } from "./http-rule.js";
-import { writeJson, writeStatusError, type ResponseSink } from "./http-response.js";
+import { writeJsonBody, writeStatusError, type ResponseSink } from "./http-response.js";
+import { encodedOnce } from "../frozen-answers.js";
 import { JsonLinesWriter } from "./json-lines-writer.js";
 import { withNeuroSanFields } from "./neuro-san-json.js";
 import { parseJsonText } from "./lenient-json.js";
@@ -113,7 +114,8 @@ export function createRestTranscoder(options: RestTranscoderOptions): RestTransc
         await streamJsonLines(route, context, call, writer, request);
       } else {
         const response = await context.unary(request);
-        if (context.succeed()) writeJson(res, call.values.get(httpStatusKey), restResponseJson(route, response), context.sentHeaders.header);
+        const body = encodedOnce(response, route, () => Buffer.from(JSON.stringify(restResponseJson(route, response))));
+        if (context.succeed()) writeJsonBody(res, call.values.get(httpStatusKey), body, context.sentHeaders.header);
       }
     } catch (error) {
       context.fail(error);
