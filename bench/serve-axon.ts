@@ -3,7 +3,6 @@ import os from "node:os";
 import path from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
-import { pino } from "pino";
 import { serveParent } from "./server-process.js";
 
 /**
@@ -15,7 +14,7 @@ const projectRoot = path.resolve(import.meta.dirname, "..");
 const built = (module: string) => import(pathToFileURL(path.join(projectRoot, "dist", module)).href);
 const { startAxon } = (await built("axon.js")) as typeof import("../src/axon.js");
 const { loadConfig } = (await built("config.js")) as typeof import("../src/config.js");
-const { createLogger } = (await built("logger.js")) as typeof import("../src/logger.js");
+const { createLogger, linesByTurn } = (await built("logger.js")) as typeof import("../src/logger.js");
 const { startTracing } = (await built("telemetry/start.js")) as typeof import("../src/telemetry/start.js");
 // As main.ts does: traces leave only when the OTEL_* variables of this process name an endpoint.
 const stopTracing = await startTracing(process.env);
@@ -27,8 +26,8 @@ const env: Record<string, string> = {
   ...(JSON.parse(process.env.BENCH_AXON_ENV ?? "{}") as Record<string, string>),
 };
 const config = { ...loadConfig(env, projectRoot), host: "127.0.0.1" };
-// The same asynchronous writer pino gives stdout, on a file that takes any amount.
-const axon = await startAxon(config, createLogger(config.logLevel, pino.destination({ dest: "/dev/null", sync: false })), { env });
+// The writer `npm start` gives stdout, on a file that takes any amount.
+const axon = await startAxon(config, createLogger(config.logLevel, linesByTurn("/dev/null")), { env });
 
 export interface AxonReady {
   port: number;
