@@ -142,7 +142,8 @@ export function argumentsAsSentences(args: JsonObject): string {
 
 /**
  * How a node is offered to an LLM: its function block; for another network, that network's front man's; for a
- * library tool without one, what Axon's implementation of it says.
+ * library tool without one, what Axon's implementation of it says (one run in Python describes itself, see
+ * offeredPythonLibraryTools).
  */
 function describeTool(session: ChatSession, tool: AgentSpec): { description: string; parameters: JsonObject } {
   let fn = tool.function;
