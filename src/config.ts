@@ -10,7 +10,7 @@ export interface Config {
   manifestFile: string;
   toolPath: string;
   projectRoot: string;
-  /** `AXON_PYTHON`: the interpreter Python coded tools run in; a virtualenv's `bin/python` brings its packages. */
+  /** `AXON_PYTHON`: the interpreter Python coded tools and library tools run in; a virtualenv's `bin/python` brings its packages. */
   python: string;
   /** `AXON_PYTHON_WORKERS`: Python worker processes at most; 0 = one per core. */
   pythonWorkers: number;

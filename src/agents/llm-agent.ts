@@ -7,6 +7,7 @@ import { offeredMcpTools } from "./mcp-client/mcp-tools.js";
 import { toolErrorText } from "./tool-errors.js";
 import type { AgentSpec } from "./network.js";
 import { libraryToolOf } from "./toolbox/library-tools.js";
+import { offeredPythonLibraryTools } from "./toolbox/python-library-tools.js";
 import { traceAgent, traceTool } from "../telemetry/genai-spans.js";
 
 /** A tool as one LLM conversation offers it: the name the LLM calls it by, the name its origin carries, what runs it. */
@@ -64,8 +65,8 @@ export class LlmAgent {
   }
 
   /**
-   * The node's tools by the name the LLM calls them: its nodes in `tools` order, an MCP server's tools in its place.
-   * The first tool to take a name keeps it; a later MCP tool wanting it is skipped with a warning.
+   * The node's tools by the name the LLM calls them: its nodes in `tools` order, an MCP server's tools (and a Python
+   * toolkit's) in its place. The first tool to take a name keeps it; a later one wanting it is skipped with a warning.
    */
   private async offeredTools(): Promise<Map<string, OfferedTool>> {
     const { session, spec } = this;
@@ -73,15 +74,17 @@ export class LlmAgent {
       const node = session.network.nodes.get(reference);
       return node === undefined ? [] : [{ node, name }];
     });
-    const mcpTools = await Promise.all(
-      named.map(({ node, name }) => (node.kind === "mcp_server" ? offeredMcpTools(session, spec, node.name, name) : undefined)),
+    const expanded = await Promise.all(
+      named.map(({ node, name }) =>
+        node.kind === "mcp_server" ? offeredMcpTools(session, spec, node.name, name) : node.kind === "library_tool" ? offeredPythonLibraryTools(session, node, name) : undefined,
+      ),
     );
     const offered = new Map<string, OfferedTool>();
     named.forEach(({ node, name }, index) => {
-      const tools = mcpTools[index] ?? [{ name, originName: node.name, ...describeTool(session, node), activation: activationOf(session, node) }];
+      const tools = expanded[index] ?? [{ name, originName: node.name, ...describeTool(session, node), activation: activationOf(session, node) }];
       for (const tool of tools) {
         if (!offered.has(tool.name)) offered.set(tool.name, tool);
-        else session.services.logger.warn({ tool: tool.name, agent: spec.name, network: session.network.name }, "MCP tool skipped: its name is taken");
+        else session.services.logger.warn({ tool: tool.name, agent: spec.name, network: session.network.name }, "tool skipped: its name is taken");
       }
     });
     return offered;
@@ -139,7 +142,8 @@ export function argumentsAsSentences(args: JsonObject): string {
 
 /**
  * How a node is offered to an LLM: its function block; for another network, that network's front man's; for a
- * library tool without one, what Axon's implementation of it says.
+ * library tool without one, what Axon's implementation of it says (one run in Python describes itself, see
+ * offeredPythonLibraryTools).
  */
 function describeTool(session: ChatSession, tool: AgentSpec): { description: string; parameters: JsonObject } {
   let fn = tool.function;

@@ -4,7 +4,6 @@ import { networkNameProblem } from "./manifest.js";
 import { neuroSanKeyProblems } from "./neuro-san-keys.js";
 import { RegistryProblemsError, type RegistryProblem } from "./problem.js";
 import { DEFAULT_TOOLBOX } from "./toolbox/default-toolbox.js";
-import { libraryToolOf } from "./toolbox/library-tools.js";
 import type { Toolbox, ToolboxTool } from "./toolbox/toolbox-info.js";
 import { isJsonObject } from "../json.js";
 
@@ -341,12 +340,6 @@ function readAgentSpec(spec: JsonObject, keyPath: string, isFirst: boolean, tool
       : entry?.kind === "coded"
         ? { description: entry.description, ...(entry.parameters === undefined ? {} : { parameters: entry.parameters }) }
         : undefined;
-  if (kind === "library_tool" && entry !== undefined && libraryToolOf(className) === undefined) {
-    check.warning(
-      `${keyPath}.toolbox`,
-      `${toolboxName} is the library tool ${className}, which Axon has no implementation of; calls of ${name} will fail`,
-    );
-  }
 
   return {
     name,

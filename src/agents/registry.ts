@@ -15,7 +15,7 @@ import { readMcpInfo, type McpInfo, type McpServerInfo } from "./mcp-client/mcp-
 import { nameMcpTools } from "./mcp-tool-names.js";
 import { buildNetwork, type AgentFunction, type AgentNetwork } from "./network.js";
 import { RegistryProblemsError, describeProblem, problemOfHoconError, problemsOfMissingIncludes, type RegistryProblem } from "./problem.js";
-import { PythonSyntaxCheck } from "./python/python-check.js";
+import { PythonLoadCheck } from "./python/python-check.js";
 import { DEFAULT_TOOLBOX } from "./toolbox/default-toolbox.js";
 import { readToolboxInfo, type Toolbox } from "./toolbox/toolbox-info.js";
 
@@ -29,7 +29,10 @@ export interface AgentRegistryOptions {
   environment?: Environment;
   /** `AGENT_TOOL_PATH`: where coded tools are looked for, to report at load the ones that will fail. */
   toolPath?: string;
-  /** `AXON_PYTHON`: compiles the Python coded tools at load, to report syntax errors; without it they are not checked. */
+  /**
+   * `AXON_PYTHON`: compiles the Python coded tools at load, and looks for the modules of library tools run in Python, to
+   * report what will fail; without it they are not checked.
+   */
   python?: string;
   /** `AGENT_TOOLBOX_INFO_FILE`: extends the default toolbox for every network. */
   toolboxInfoFile?: string;
@@ -80,7 +83,7 @@ export class AgentRegistry {
   private readonly manifestFiles: string[];
   private readonly hoconOptions: HoconOptions;
   private readonly pythonImportRoots: string[];
-  private readonly pythonSyntax: PythonSyntaxCheck | undefined;
+  private readonly pythonCheck: PythonLoadCheck | undefined;
 
   /** Serves nothing until its first `reload`; `AgentRegistry.load` does both. */
   constructor(private readonly options: AgentRegistryOptions) {
@@ -92,7 +95,7 @@ export class AgentRegistry {
     };
     const { python, toolPath, projectRoot } = options;
     this.pythonImportRoots = toolPath === undefined ? [] : pythonImportRoots(toolPath, projectRoot);
-    this.pythonSyntax = python === undefined || toolPath === undefined ? undefined : new PythonSyntaxCheck(python, this.pythonImportRoots);
+    this.pythonCheck = python === undefined || toolPath === undefined ? undefined : new PythonLoadCheck(python, this.pythonImportRoots);
   }
 
   /** Throws RegistryProblemsError when the manifest cannot be read: there is nothing to serve. */
@@ -318,7 +321,7 @@ export class AgentRegistry {
       if (llmProblems.length > 0) return { llmInfo, problems: [...warnings, ...network.warnings, ...llmProblems], files: parsed.files };
       const { toolPath } = this.options;
       const codedTools =
-        toolPath === undefined ? { problems: [], files: [] } : await codedToolProblems(network, path.resolve(toolPath), this.pythonImportRoots, this.pythonSyntax);
+        toolPath === undefined ? { problems: [], files: [] } : await codedToolProblems(network, path.resolve(toolPath), this.pythonImportRoots, this.pythonCheck);
       return { network, llmInfo, problems: [...warnings, ...network.warnings, ...codedTools.problems], files: [...parsed.files, ...codedTools.files] };
     } catch (error) {
       if (!(error instanceof RegistryProblemsError)) throw error;

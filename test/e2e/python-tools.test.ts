@@ -162,6 +162,21 @@ describe("Python coded tools in the built server", () => {
   });
 });
 
+/** The built server on a checkout of a user's own, written from `files` (its manifest at registries/manifest.hocon). */
+async function serveCheckout(files: Record<string, string>, env: Record<string, string>): Promise<AxonProcess> {
+  const checkout = mkdtempSync(path.join(os.tmpdir(), "user-checkout-"));
+  for (const [file, text] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(checkout, file)), { recursive: true });
+    writeFileSync(path.join(checkout, file), text);
+  }
+  return startAxonProcess({
+    AGENT_MANIFEST_FILE: path.join(checkout, "registries/manifest.hocon"),
+    AGENT_TOOL_PATH: path.join(checkout, "coded_tools"),
+    AXON_PYTHON_WORKERS: "1",
+    ...env,
+  });
+}
+
 /** A checkout of a user's own, outside Axon's tree and without package.json: tools found where neuro-san finds them. */
 describe("coded tools wherever a user puts them, in the built server", () => {
   let llm: ScriptedLlm;
@@ -209,17 +224,7 @@ describe("coded tools wherever a user puts them, in the built server", () => {
 
   beforeAll(async () => {
     llm = await ScriptedLlm.start("openai");
-    const checkout = mkdtempSync(path.join(os.tmpdir(), "user-checkout-"));
-    for (const [file, text] of Object.entries(files)) {
-      mkdirSync(path.dirname(path.join(checkout, file)), { recursive: true });
-      writeFileSync(path.join(checkout, file), text);
-    }
-    axon = await startAxonProcess({
-      ...llm.env,
-      AGENT_MANIFEST_FILE: path.join(checkout, "registries/manifest.hocon"),
-      AGENT_TOOL_PATH: path.join(checkout, "coded_tools"),
-      AXON_PYTHON_WORKERS: "1",
-    });
+    axon = await serveCheckout(files, llm.env);
   });
   afterAll(async () => {
     await axon?.stop();
@@ -243,5 +248,96 @@ describe("coded tools wherever a user puts them, in the built server", () => {
   it("runs a TypeScript tool of a folder without package.json", async () => {
     const lines = await restChat(axon, "my_net", { user_message: { text: "Tool" } });
     expect(finalOf(lines).text).toBe("Answer: typescript says 42");
+  });
+});
+
+/**
+ * Toolbox library tools whose class Axon does not implement, run in the built server's Python workers: a package shaped
+ * as LangChain's (test/fixtures/python-packages/fakechain, not installed anywhere) on the interpreter's PYTHONPATH, as a
+ * user would put an installed package there.
+ */
+describe("toolbox library tools run in Python, in the built server", () => {
+  let llm: ScriptedLlm;
+  let axon: AxonProcess;
+  const files: Record<string, string> = {
+    "registries/manifest.hocon": `{ "library.hocon": true }`,
+    "registries/library.hocon": `{
+      llm_config { model_name: "gpt-4o-mini" }
+      toolbox_info_file: "toolbox/toolbox_info.hocon"
+      tools: [
+        { name: "Front", instructions: "Call the tool the user names.", tools: ["Shout", "Dictionary", "Grumpy", "Absent", "Custom"] }
+        { name: "Shout", toolbox: "shout", args { times: 2 } }
+        { name: "Dictionary", toolbox: "dictionary" }
+        { name: "Grumpy", toolbox: "grumpy" }
+        { name: "Absent", toolbox: "absent" }
+        { name: "Custom", toolbox: "shout", function { description: "Shouts, as the network says", parameters { type: object, properties { text { type: string } } } } }
+      ]
+    }`,
+    "toolbox/toolbox_info.hocon": `{
+      shout { class: "fakechain.tools.Shout", args { prefix: "> ", times: 1 } }
+      dictionary { class: "fakechain.tools.DictionaryToolkit", args { words { axon: "a nerve fibre" } } }
+      grumpy { class: "fakechain.tools.Grumpy" }
+      absent { class: "absent_chain.tools.Search" }
+    }`,
+  };
+  const chat = async (text: string) => toolResultsOf(await restChat(axon, "library", { user_message: { text }, chat_filter: maximal }));
+
+  beforeAll(async () => {
+    llm = await ScriptedLlm.start("openai");
+    axon = await serveCheckout(files, { ...llm.env, PYTHONPATH: path.join(projectRoot, "test/fixtures/python-packages") });
+  });
+  afterAll(async () => {
+    await axon?.stop();
+    await llm.close();
+  });
+  beforeEach(() => {
+    llm.reset();
+    llm.script(followThePlan);
+  });
+
+  it("warns at load about the one whose package the interpreter lacks, saying how to fix it", () => {
+    const warnings = axon.logs.filter((line) => line.msg === "agent network warning");
+    expect(warnings).toEqual([
+      expect.objectContaining({
+        key: "tools[4].toolbox",
+        reason: expect.stringMatching(
+          /^absent is the library tool absent_chain\.tools\.Search, which runs in Python and cannot be imported there: No module named absent_chain \(Python \S+\); install its package into the interpreter AXON_PYTHON names, or set AXON_PYTHON to one that has it; calls of Absent will fail$/,
+        ),
+      }),
+    ]);
+  });
+
+  it("describes each tool to the LLM by its own name, description and schema, a toolkit as <agent>_<tool>, a function block first", async () => {
+    await chat('Shout {"text": "hi"}');
+    const offered = llm.requests[0]!.request.tools;
+    expect(offered.map((tool) => tool.name)).toEqual(["Shout", "Dictionary_lookup", "Dictionary_count", "Grumpy", "Absent", "Custom"]);
+    expect(offered[0]).toMatchObject({
+      description: "Says the text back in capitals.",
+      parameters: { type: "object", properties: { text: { type: "string", description: "What to shout." } }, required: ["text"] },
+    });
+    expect(offered[1]).toMatchObject({ description: "Looks a word up in the dictionary.", parameters: { properties: { word: { type: "string" } }, required: ["word"] } });
+    expect(offered[5]).toMatchObject({ description: "Shouts, as the network says", parameters: { type: "object", properties: { text: { type: "string" } } } });
+  });
+
+  it("makes the class with the entry's args under the agent's, calls it with the LLM's arguments, and returns its output to the chat", async () => {
+    // Not a string: JSON, as LangChain writes a tool's output into the tool message.
+    const shouted = '{"shouted": "> HI HI", "made_with": {"prefix": "> ", "times": 2}}';
+    expect(await chat('Shout {"text": "hi"}')).toEqual([shouted]);
+    expect(llm.requests.at(-1)!.body["messages"]).toContainEqual(expect.objectContaining({ role: "tool", content: shouted }));
+    expect(await chat('Custom {"text": "yo"}')).toEqual(['{"shouted": "> YO", "made_with": {"prefix": "> ", "times": 1}}']);
+  });
+
+  it("calls a toolkit's tools by the names it offered them under", async () => {
+    expect(await chat('Dictionary_lookup {"word": "axon"} then Dictionary_count')).toEqual(["a nerve fibre", "1"]);
+  });
+
+  it("makes an exception a tool error naming the tool, the type and the message, as a coded tool's", async () => {
+    expect(await chat("Grumpy")).toEqual(["Error: Grumpy failed: RuntimeError: the service said no"]);
+  });
+
+  it("fails the calls of the one whose package is missing with a clear tool error", async () => {
+    expect(await chat("Absent")).toEqual([
+      expect.stringMatching(/^Error: Absent failed: ModuleNotFoundError: No module named 'absent_chain' \(Python \S+: install the package there, or set AXON_PYTHON to an interpreter that has it\)$/),
+    ]);
   });
 });

@@ -3,7 +3,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type { Config } from "../../config.js";
 import type { Logger } from "../../logger.js";
 import { pythonImportRoots } from "../coded-tool-location.js";
-import { PythonWorker, type PythonAnswer, type PythonCall, type PythonSettings } from "./python-worker.js";
+import { PythonWorker, type PythonAnswer, type PythonSettings, type PythonTarget } from "./python-worker.js";
 
 export interface PythonPoolSettings extends PythonSettings {
   /** `AXON_PYTHON_WORKERS`: at most this many processes. */
@@ -87,7 +87,7 @@ export class PythonChat {
     private readonly id: number,
   ) {}
 
-  call(slyData: JsonObject, call: Omit<PythonCall, "chat" | "slyData">, progress: (structure: JsonObject) => void, signal: AbortSignal): Promise<PythonAnswer> {
+  call(slyData: JsonObject, call: PythonTarget, progress: (structure: JsonObject) => void, signal: AbortSignal): Promise<PythonAnswer> {
     let chat = this.scopes.get(slyData);
     if (chat === undefined) {
       chat = `${this.id}.${this.used.size}`;

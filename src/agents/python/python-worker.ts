@@ -17,16 +17,33 @@ export interface PythonSettings {
   cancelGraceMs: number;
 }
 
-/** One call of a Python coded tool, as runner.py's protocol carries it. */
-export interface PythonCall {
-  /** The chat whose values JSON cannot carry the worker keeps between calls. */
-  chat: string;
+/** What one Python call runs: a coded tool, or a toolbox library tool's LangChain class. */
+export type PythonTarget = { args: JsonObject } & (CodedToolTarget | LibraryToolTarget);
+
+export interface CodedToolTarget {
   module: string;
   file: string;
   className: string;
-  args: JsonObject;
-  slyData: JsonObject;
 }
+
+export interface LibraryToolTarget {
+  /** `pkg.module.Class`, imported from the interpreter's sys.path. */
+  library: string;
+  /** The constructor's keyword arguments: the entry's `args` with the agent's over them. */
+  settings: JsonObject;
+  /** A toolkit's tool, by its own name; absent, the class's only tool. */
+  tool?: string;
+  /** Answers the tools' descriptions as JSON (see DescribedLibraryTools) instead of calling one. */
+  describe?: true;
+}
+
+/** One call as runner.py's protocol carries it. */
+export type PythonCall = PythonTarget & {
+  /** The chat whose values JSON cannot carry the worker keeps between calls. */
+  chat: string;
+  /** Sent to a coded tool only: neuro-san gives a library tool no sly_data. */
+  slyData: JsonObject;
+};
 
 /** What a tool changed in sly_data: applied to the chat's own dict, whether the tool answered or raised. */
 export interface SlyDataChanges {
@@ -125,8 +142,12 @@ export class PythonWorker {
     const id = ++this.lastId;
     const answer = new Promise<PythonAnswer>((resolve, reject) => this.calls.set(id, { signal, resolve, reject, progress }));
     if (this.calls.size === 1) this.ref();
-    const { chat, module, file, className, args, slyData } = call;
-    this.send({ call: id, chat, module, file, class: className, args, sly_data: slyData });
+    const { chat, args } = call;
+    const target: JsonObject =
+      "library" in call
+        ? { library: call.library, settings: call.settings, ...(call.tool === undefined ? {} : { tool: call.tool }), ...(call.describe ? { describe: true } : {}) }
+        : { module: call.module, file: call.file, class: call.className, sly_data: call.slyData };
+    this.send({ call: id, chat, ...target, args });
     return answer;
   }
 

@@ -1,5 +1,6 @@
 """
-Axon's Python worker: runs neuro-san coded tools for the TypeScript server that started it. Standard library only.
+Axon's Python worker: runs neuro-san coded tools, and the LangChain classes of toolbox library tools, for the
+TypeScript server that started it. Standard library only.
 
     python3 runner.py serve <import root>...   one long-lived worker, many calls in flight
     python3 runner.py check                    reads {"files": [...], "modules": [...]} on stdin, answers one line:
@@ -13,6 +14,11 @@ tool prints goes to stderr, never into the protocol).
 
   server -> worker
     {"call": id, "chat": c, "module": "coded_tools.x.y", "file": "/abs/y.py", "class": "Y", "args": {}, "sly_data": {}}
+    {"call": id, "chat": c, "library": "pkg.mod.Tool", "settings": {}, "tool"?: "name", "args": {}}
+                              a toolbox library tool: `Tool(**settings)` (a toolkit: the one of its get_tools() named
+                              `tool`) made once per chat, `await tool.ainvoke(args)`; it never sees sly_data
+    {"call": id, "chat": c, "library": "pkg.mod.Tool", "settings": {}, "describe": true, "args": {}}
+                              answers, as `result`, the JSON {"toolkit": bool, "tools": [{name, description, parameters}]}
     {"cancel": id}            cancels the call's asyncio task (CancelledError inside async_invoke)
     {"end_chat": c}           the chat is over: its values JSON cannot carry are close()d and forgotten
   worker -> server
@@ -43,6 +49,11 @@ def set_paths(roots):
     del sys.path[0]
     sys.path[0:0] = roots
     sys.path.append(STAND_IN)
+
+
+def interpreter():
+    # Empty when Python cannot tell, as when started without PATH.
+    return f"Python {sys.executable}" if sys.executable else "the Python AXON_PYTHON names"
 
 
 def origin_str(origin):
@@ -85,6 +96,64 @@ def sly_data_changes(sent, after, private):
     return changes
 
 
+def new_instance(class_name, args):
+    """`pkg.mod.Class(**args)`, the module imported from sys.path; an arg written {"class", "args"} (an API wrapper,
+    say) is made first, as neuro-san makes it."""
+    module_name, _, name = class_name.rpartition(".")
+    module = importlib.import_module(module_name)
+    if not hasattr(module, name):
+        raise AttributeError(f"module {module_name} has no class {name}")
+    made = {
+        key: new_instance(value["class"], value.get("args") or {}) if isinstance(value, dict) and isinstance(value.get("class"), str) else value
+        for key, value in args.items()
+    }
+    return getattr(module, name)(**made)
+
+
+def chosen_tool(class_name, tools, name):
+    if name is None:
+        if len(tools) == 1:
+            return tools[0]
+        names = ", ".join(tool.name for tool in tools)
+        raise ValueError(f"{class_name} is a toolkit of {len(tools)} tools ({names}): an agent with a function block stands for one tool")
+    for tool in tools:
+        if tool.name == name:
+            return tool
+    raise ValueError(f"{class_name} has no tool named {name}")
+
+
+def describe_tool(tool):
+    """What the LLM is told of a LangChain tool: its own name, description and argument schema."""
+    return {"name": tool.name, "description": getattr(tool, "description", "") or tool.name, "parameters": parameters_of(tool)}
+
+
+def parameters_of(tool):
+    """The JSON schema LangChain itself gives the LLM (convert_to_openai_function) when the tool is a LangChain tool;
+    else its args_schema (a JSON schema, or a pydantic model's), else its `args` as the properties."""
+    langchain = sys.modules.get("langchain_core.tools")
+    if langchain is not None and isinstance(tool, langchain.BaseTool):
+        from langchain_core.utils.function_calling import convert_to_openai_function  # pylint: disable=import-outside-toplevel
+
+        return convert_to_openai_function(tool)["parameters"]
+    schema = getattr(tool, "args_schema", None)
+    if isinstance(schema, dict):
+        return schema
+    if callable(getattr(schema, "model_json_schema", None)):
+        return schema.model_json_schema()
+    return {"type": "object", "properties": dict(getattr(tool, "args", None) or {})}
+
+
+def as_text(output):
+    """A LangChain tool's output as LangChain puts it in the tool message: a string as is, anything else as JSON
+    (str() when JSON cannot carry it)."""
+    if isinstance(output, str):
+        return output
+    try:
+        return json.dumps(output, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(output)
+
+
 class ProgressReporter:
     """What neuro-san hands a coded tool as args["progress_reporter"]: progress streamed as AGENT_PROGRESS."""
 
@@ -106,6 +175,7 @@ class Worker:
         self.tasks = {}
         self.chats = {}
         self.modules = {}
+        self.libraries = {}
         self.flushing = False
         self.executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="coded-tool")
         from neuro_san.interfaces.coded_tool import CodedTool
@@ -145,22 +215,14 @@ class Worker:
     async def call(self, message):
         call_id = message["call"]
         private = self.chats.setdefault(message["chat"], {})
-        sent = message["sly_data"]
+        sent = message.get("sly_data", {})
         sly_data = json.loads(json.dumps(sent))
         sly_data.update(private)
         try:
-            tool = self.tool_class(message)()
-            if not isinstance(tool, self.coded_tool):
-                raise TypeError(f"{message['module']}.{message['class']} is not a CodedTool")
-            args = message["args"]
-            args.setdefault("origin_str", origin_str(args.get("origin") or []))
-            if args.get("progress_reporter") is None:
-                args["progress_reporter"] = ProgressReporter(self, call_id)
-            try:
-                result = await tool.async_invoke(args, sly_data)
-            except NotImplementedError:
-                loop = asyncio.get_running_loop()
-                result = await loop.run_in_executor(self.executor, tool.invoke, args, sly_data)
+            if "library" in message:
+                result = await self.run_library_tool(message)
+            else:
+                result = await self.run_coded_tool(message, call_id, sly_data)
         except (Exception, SystemExit) as error:
             self.send({
                 "failed": call_id,
@@ -173,6 +235,38 @@ class Worker:
         # neuro-san renders any result with f"{result}": a string as is, a dict as Python prints it.
         self.send({"done": call_id, "result": f"{result}", "sly_data": sly_data_changes(sent, sly_data, private)})
 
+    async def run_coded_tool(self, message, call_id, sly_data):
+        tool = self.tool_class(message)()
+        if not isinstance(tool, self.coded_tool):
+            raise TypeError(f"{message['module']}.{message['class']} is not a CodedTool")
+        args = message["args"]
+        args.setdefault("origin_str", origin_str(args.get("origin") or []))
+        if args.get("progress_reporter") is None:
+            args["progress_reporter"] = ProgressReporter(self, call_id)
+        try:
+            return await tool.async_invoke(args, sly_data)
+        except NotImplementedError:
+            return await asyncio.get_running_loop().run_in_executor(self.executor, tool.invoke, args, sly_data)
+
+    async def run_library_tool(self, message):
+        toolkit, tools = self.library_tools(message)
+        if message.get("describe"):
+            return json.dumps({"toolkit": toolkit, "tools": [describe_tool(tool) for tool in tools]})
+        tool = chosen_tool(message["library"], tools, message.get("tool"))
+        if callable(getattr(tool, "ainvoke", None)):
+            return as_text(await tool.ainvoke(message["args"]))
+        return as_text(await asyncio.get_running_loop().run_in_executor(self.executor, tool.invoke, message["args"]))
+
+    def library_tools(self, message):
+        """The entry's tool, or its toolkit's tools, made once per chat as neuro-san makes them once per agent session."""
+        made = self.libraries.setdefault(message["chat"], {})
+        key = (message["library"], json.dumps(message["settings"], sort_keys=True))
+        if key not in made:
+            instance = new_instance(message["library"], message["settings"])
+            get_tools = getattr(instance, "get_tools", None)
+            made[key] = (True, list(get_tools())) if callable(get_tools) else (False, [instance])
+        return made[key]
+
     def finished(self, call_id):
         # A task cancelled before it even started never ran its own code: this says so in every case.
         if self.tasks.pop(call_id).cancelled():
@@ -180,7 +274,7 @@ class Worker:
 
     def describe(self, error):
         if isinstance(error, ImportError):
-            return f"{error} (Python {sys.executable})"
+            return f"{error} ({interpreter()}: install the package there, or set AXON_PYTHON to an interpreter that has it)"
         return str(error)
 
     def tool_class(self, message):
@@ -197,6 +291,7 @@ class Worker:
         return getattr(module, message["class"])
 
     def end_chat(self, chat):
+        self.libraries.pop(chat, None)
         for value in self.chats.pop(chat, {}).values():
             close = getattr(value, "close", None)
             if callable(close):
@@ -238,7 +333,7 @@ def check(request):
         except (ImportError, ValueError):
             found = False
         if not found:
-            problems.append({"module": module, "message": f"No module named {module} (Python {sys.executable})"})
+            problems.append({"module": module, "message": f"No module named {module} ({interpreter()})"})
     return problems
 
 

@@ -16,8 +16,9 @@ const searchTerms = {
 /**
  * The toolbox every network starts from; AGENT_TOOLBOX_INFO_FILE and a network's `toolbox_info_file` extend it. It
  * names every tool neuro-san's default toolbox has named (and the studio's google_serper), of the same kind, so that
- * Connectivity shows the same `display_as`. Axon runs those it implements (`requests_get`, `get_current_date_time`);
- * a network using another one loads with a warning, and its Python coded tools run from AGENT_TOOL_PATH when found.
+ * Connectivity shows the same `display_as`. Axon implements `requests_get` and `get_current_date_time`; the other
+ * LangChain classes run in the Python workers when AXON_PYTHON has their package, and the Python coded tools from
+ * AGENT_TOOL_PATH when found.
  */
 export const DEFAULT_TOOLBOX: Toolbox = readToolboxInfo(
   {

@@ -5,22 +5,31 @@ import type { ChatSession } from "../chat-session.js";
 import type { AgentSpec } from "../network.js";
 import { libraryToolOf } from "./library-tools.js";
 
-/** A toolbox library tool called by an LLM: Axon's implementation of its class, configured by the merged `args`. */
+/**
+ * A toolbox library tool called by an LLM, configured by the merged `args`: Axon's implementation of its class, else
+ * the class itself in the request's Python worker, where an exception is a tool error as a Python coded tool's is.
+ */
 export class LibraryToolActivation implements Activation {
   constructor(
     private readonly session: ChatSession,
     private readonly spec: AgentSpec,
+    /** A toolkit's tool, by its own name; absent, the class's only tool. */
+    private readonly toolkitTool?: string,
   ) {}
 
   invoke(llmArgs: JsonObject, { origin }: ToolCall): Promise<string> {
-    const { session, spec } = this;
+    const { session, spec, toolkitTool } = this;
     return runReported(session, origin, llmArgs, async () => {
-      const tool = libraryToolOf(spec.className);
-      if (tool === undefined) {
-        const what = spec.className === undefined ? `${spec.toolbox} is not in the toolbox` : `Axon has no implementation of the library tool ${spec.className}`;
-        throw new AxonError(Code.FailedPrecondition, "LIBRARY_TOOL_UNAVAILABLE", `${what} (toolbox tool ${spec.toolbox} of network ${session.network.name})`);
+      if (spec.className === undefined) {
+        throw new AxonError(Code.FailedPrecondition, "LIBRARY_TOOL_UNAVAILABLE", `${spec.toolbox} is not in the toolbox (toolbox tool ${spec.toolbox} of network ${session.network.name})`);
       }
-      return tool.invoke(llmArgs, spec.args ?? {}, session.signal);
+      const tool = libraryToolOf(spec.className);
+      if (tool !== undefined) return tool.invoke(llmArgs, spec.args ?? {}, session.signal);
+      const target = { library: spec.className, settings: spec.args ?? {}, args: llmArgs, ...(toolkitTool === undefined ? {} : { tool: toolkitTool }) };
+      return (await session.request.python.call(session.slyData, target, noProgress, session.signal)).result;
     });
   }
 }
+
+/** A LangChain tool reports no progress. */
+export function noProgress(): void {}

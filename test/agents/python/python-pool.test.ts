@@ -198,3 +198,80 @@ describe("Python workers", () => {
     await nowhere.close();
   });
 });
+
+/** Toolbox library tools whose class runs in Python: a package shaped as LangChain's, on the worker's path. */
+describe("library tools in the Python workers", () => {
+  const packages = path.join(projectRoot, "test/fixtures/python-packages");
+  let pool: PythonPool;
+  let chat: PythonChat;
+  const run = (library: string, settings: JsonObject, args: JsonObject = {}, more: { tool?: string; signal?: AbortSignal } = {}) =>
+    chat.call({}, { library, settings, args, ...(more.tool === undefined ? {} : { tool: more.tool }) }, () => {}, more.signal ?? never);
+  const describeTools = async (library: string, settings: JsonObject) => JSON.parse((await chat.call({}, { library, settings, describe: true, args: {} }, () => {}, never)).result) as JsonObject;
+
+  beforeAll(() => {
+    pool = new PythonPool({ command: "python3", workers: 1, cancelGraceMs: 300, importRoots: [packages] }, createLogger("silent"));
+  });
+  afterAll(() => pool.close());
+  beforeEach(() => {
+    chat = pool.chat();
+  });
+  afterEach(() => chat.close());
+
+  it("describes a tool by its own name, description and argument schema, and a toolkit by each of its tools", async () => {
+    expect(await describeTools("fakechain.tools.Shout", {})).toEqual({
+      toolkit: false,
+      tools: [
+        {
+          name: "shout",
+          description: "Says the text back in capitals.",
+          parameters: { type: "object", properties: { text: { type: "string", description: "What to shout." } }, required: ["text"] },
+        },
+      ],
+    });
+    expect(await describeTools("fakechain.tools.DictionaryToolkit", { words: {} })).toEqual({
+      toolkit: true,
+      tools: [
+        { name: "lookup", description: "Looks a word up in the dictionary.", parameters: { type: "object", properties: { word: { type: "string" } }, required: ["word"] } },
+        { name: "count", description: "Counts the words of the dictionary.", parameters: { type: "object", properties: {} } },
+      ],
+    });
+  });
+
+  it("makes the class with its settings, calls it with the arguments, and renders what is not a string as JSON", async () => {
+    const answer = await run("fakechain.tools.Shout", { prefix: "> ", times: 2 }, { text: "hi" });
+    expect(JSON.parse(answer.result)).toEqual({ shouted: "> HI HI", made_with: { prefix: "> ", times: 2 } });
+    expect(answer.slyData).toEqual({ set: {}, delete: [] });
+  });
+
+  it("calls a toolkit's tool by its name, invoke() on a thread when it has no ainvoke()", async () => {
+    const words = { axon: "a nerve fibre" };
+    expect((await run("fakechain.tools.DictionaryToolkit", { words }, { word: "axon" }, { tool: "lookup" })).result).toBe("a nerve fibre");
+    expect((await run("fakechain.tools.DictionaryToolkit", { words }, {}, { tool: "count" })).result).toBe("1");
+    await expect(run("fakechain.tools.DictionaryToolkit", { words }, {})).rejects.toThrow(
+      "ValueError: fakechain.tools.DictionaryToolkit is a toolkit of 2 tools (lookup, count): an agent with a function block stands for one tool",
+    );
+  });
+
+  it("turns an exception into a tool error with its type and message, as a coded tool's", async () => {
+    const error = (await run("fakechain.tools.Grumpy", {}).catch((caught: unknown) => caught)) as PythonToolError;
+    expect(error).toBeInstanceOf(PythonToolError);
+    expect(error.message).toBe("RuntimeError: the service said no");
+    expect(error.traceback).toContain('raise RuntimeError("the service said no")');
+  });
+
+  it("names the missing module, the interpreter and the fix when the package is not installed", async () => {
+    await expect(run("absent_chain.tools.Search", {})).rejects.toThrow(
+      /^ModuleNotFoundError: No module named 'absent_chain' \(Python .*python.*: install the package there, or set AXON_PYTHON to an interpreter that has it\)$/,
+    );
+  });
+
+  it("cancels the tool's asyncio task: CancelledError reaches ainvoke()", async () => {
+    const marker = path.join(mkdtempSync(path.join(os.tmpdir(), "python-markers-")), "sleeper");
+    const cancel = new AbortController();
+    const sleeping = run("fakechain.tools.Sleeper", { marker }, {}, { signal: cancel.signal });
+    await until(() => existsSync(marker), "the tool sleeping");
+    cancel.abort(new Error("the chat was cancelled"));
+    await expect(sleeping).rejects.toThrow("the chat was cancelled");
+    await until(() => readFileSync(marker, "utf8") === "cancelled", "CancelledError in the tool");
+  });
+});

@@ -64,5 +64,50 @@ class CheckTest(unittest.TestCase):
         self.assertIn(sys.executable, problems[0]["message"])
 
 
+class Schema:
+    @classmethod
+    def model_json_schema(cls):
+        return {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+
+
+class Tool:
+    def __init__(self, name, **attributes):
+        self.name = name
+        self.__dict__.update(attributes)
+
+
+class LibraryToolTest(unittest.TestCase):
+    def test_a_class_is_made_with_its_args_an_arg_written_with_a_class_first(self):
+        made = runner.new_instance("types.SimpleNamespace", {"wrapper": {"class": "datetime.timedelta", "args": {"days": 2}}, "k": 5})
+        self.assertEqual((made.wrapper.days, made.k), (2, 5))
+
+    def test_a_class_the_module_lacks_is_named(self):
+        with self.assertRaisesRegex(AttributeError, "module types has no class Nothing"):
+            runner.new_instance("types.Nothing", {})
+
+    def test_the_schema_is_the_args_schema_as_json_a_models_or_the_args_as_properties(self):
+        as_json = {"type": "object", "properties": {"a": {"type": "integer"}}}
+        self.assertEqual(runner.parameters_of(Tool("t", args_schema=as_json)), as_json)
+        self.assertEqual(runner.parameters_of(Tool("t", args_schema=Schema))["required"], ["q"])
+        self.assertEqual(runner.parameters_of(Tool("t", args={"b": {"type": "string"}})), {"type": "object", "properties": {"b": {"type": "string"}}})
+
+    def test_a_tool_is_described_by_its_name_and_its_description_or_its_name(self):
+        self.assertEqual(runner.describe_tool(Tool("t", description="")), {"name": "t", "description": "t", "parameters": {"type": "object", "properties": {}}})
+
+    def test_a_toolkits_tool_is_chosen_by_name_and_without_one_only_if_it_is_alone(self):
+        tools = [Tool("get"), Tool("post")]
+        self.assertIs(runner.chosen_tool("kit.Kit", tools, "post"), tools[1])
+        self.assertIs(runner.chosen_tool("kit.Kit", tools[:1], None), tools[0])
+        with self.assertRaisesRegex(ValueError, r"kit.Kit is a toolkit of 2 tools \(get, post\)"):
+            runner.chosen_tool("kit.Kit", tools, None)
+        with self.assertRaisesRegex(ValueError, "kit.Kit has no tool named put"):
+            runner.chosen_tool("kit.Kit", tools, "put")
+
+    def test_an_output_is_a_string_as_is_else_json_else_str(self):
+        self.assertEqual(runner.as_text("plain"), "plain")
+        self.assertEqual(runner.as_text([{"title": "café"}]), '[{"title": "café"}]')
+        self.assertEqual(runner.as_text({1, 2} - {2}), "{1}")
+
+
 if __name__ == "__main__":
     unittest.main()
