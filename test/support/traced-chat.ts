@@ -93,13 +93,7 @@ export async function chatAcrossTwoProcesses(extraEnv: Record<string, string> = 
       AGENT_TOOL_PATH: witnessToolPath,
     });
     closers.push(() => caller.stop());
-    const response = await fetch(`${caller.url}/api/v1/near_net/streaming_chat`, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...headers },
-      body: JSON.stringify({ user_message: { text: "What do you see?" }, sly_data: { password: "sly-hunter2" } }),
-    });
-    const body = await response.text();
-    if (response.status !== 200 || !body.includes("AGENT_FRAMEWORK")) throw new Error(`the chat did not answer: ${response.status} ${body}`);
+    await sendChat(caller, headers);
     // Every span of the chat has arrived: both processes' server spans and the far side's model call.
     const bySpan = (name: string, service: string) => () => receiver.spans.find((span) => span.name === name && span.service === service);
     await until(bySpan(streamingChatSpan, "caller"), "the caller's server span");
@@ -111,4 +105,15 @@ export async function chatAcrossTwoProcesses(extraEnv: Record<string, string> = 
     await close();
     throw error;
   }
+}
+
+/** One StreamingChat (REST) to the caller's near_net, with `headers` beside its own; rejects unless it is answered. */
+export async function sendChat(caller: AxonProcess, headers: Record<string, string> = {}): Promise<void> {
+  const response = await fetch(`${caller.url}/api/v1/near_net/streaming_chat`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify({ user_message: { text: "What do you see?" }, sly_data: { password: "sly-hunter2" } }),
+  });
+  const body = await response.text();
+  if (response.status !== 200 || !body.includes("AGENT_FRAMEWORK")) throw new Error(`the chat did not answer: ${response.status} ${body}`);
 }
