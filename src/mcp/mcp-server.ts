@@ -53,13 +53,17 @@ export function createMcpServer(deps: McpDeps, session: { clientId: string | und
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   const server = new Server({ name: "axon", version: process.env.npm_package_version ?? "dev" }, { capabilities: { tools: {} }, instructions });
 
-  // Each request is a span under its caller's trace, on either transport.
+  // neuro-san also takes a network's own name (`deep/math_guy`), as clients written before the safe names send it.
+  const toolNamed = (name: string) => byName.get(name) ?? byNetworkName.get(name);
+  // Each request is a span under its caller's trace, on either transport; named by the tool only when there is one,
+  // so that a client's made-up names do not become span names.
   server.setRequestHandler(ListToolsRequestSchema, (_request, extra) => tracedMcpRequest(incoming("tools/list", extra), async () => ({ tools: tools.map(describeTool) })));
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) => tracedMcpRequest(incoming("tools/call", extra, request.params.name), () => callTool(request, extra.signal)));
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
+    tracedMcpRequest(incoming("tools/call", extra, toolNamed(request.params.name)?.name), () => callTool(request, extra.signal)),
+  );
 
   async function callTool(request: CallToolRequest, signal: AbortSignal): Promise<CallToolResult> {
-    // neuro-san also takes a network's own name (`deep/math_guy`), as clients written before the safe names send it.
-    const tool = byName.get(request.params.name) ?? byNetworkName.get(request.params.name);
+    const tool = toolNamed(request.params.name);
     if (!tool) return errorResult({ code: "tool_not_found", message: "no tool by this name" });
     const input = request.params.arguments ?? {};
     // Before any tool's code (recursive, or writing to the database) sees them: too deep, NUL, Infinity, `__proto__`.

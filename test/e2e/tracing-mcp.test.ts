@@ -123,6 +123,16 @@ describe("trace context over MCP", () => {
       expect(receiver.spans.filter((span) => span.traceId === meta.traceId)).toEqual([]);
     });
 
+    it("a call answered with an error result is marked tool_error; a tool that does not exist does not name the span", async () => {
+      const host = clientSpan();
+      const result = (await (await connect()).callTool({ name: "no_such_tool", arguments: {}, _meta: { traceparent: host.traceparent } })) as CallToolResult;
+      expect(result.isError).toBe(true);
+      const call = await until(() => receiver.trace(host.traceId)[0], "the call's span");
+      expect(call).toMatchObject({ name: "tools/call", parentSpanId: host.spanId, statusCode: 2 });
+      expect(call.attributes).toMatchObject({ "mcp.method.name": "tools/call", "error.type": "tool_error" });
+      expect(call.attributes["gen_ai.tool.name"]).toBeUndefined();
+    });
+
     it("Axon calling an MCP server's tool sends the tool span's context in params._meta, beside the headers", async () => {
       llm.reset();
       mcp.reset();
