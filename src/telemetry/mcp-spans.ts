@@ -1,4 +1,4 @@
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, type Context, type TextMapGetter } from "@opentelemetry/api";
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, type TextMapGetter } from "@opentelemetry/api";
 import { traceCarrier } from "./thread-context.js";
 import { activeTracing, traced } from "./tracing.js";
 
@@ -33,7 +33,7 @@ const getter: TextMapGetter<Carrier> = {
 export function tracedMcpRequest<T>(request: IncomingMcpRequest, work: () => Promise<T>): Promise<T> {
   if (activeTracing() === undefined) return work();
   const carrier = request.headers?.traceparent !== undefined ? request.headers : (request.meta ?? {});
-  const parent: Context = propagation.extract(ROOT_CONTEXT, carrier, getter);
+  const parent = propagation.extract(ROOT_CONTEXT, carrier, getter);
   const attributes = {
     "mcp.method.name": request.method,
     "jsonrpc.request.id": String(request.id),
