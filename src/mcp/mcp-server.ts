@@ -1,5 +1,14 @@
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  type CallToolRequest,
+  type CallToolResult,
+  type ServerNotification,
+  type ServerRequest,
+  type Tool,
+} from "@modelcontextprotocol/sdk/types.js";
 import * as z from "zod";
 import type { ChatRunner } from "../agents/chat-runner.js";
 import type { AgentRegistry } from "../agents/registry.js";
@@ -8,6 +17,7 @@ import type { FieldViolation } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { OperationsBroker } from "../operations/broker.js";
 import { findUnstorableJson } from "../operations/json-safety.js";
+import { tracedMcpRequest, type IncomingMcpRequest } from "../telemetry/mcp-spans.js";
 import { networkTool } from "./network-tools.js";
 import { lifecycleToolNames, lifecycleTools, operationTool, operationToolName } from "./operation-tools.js";
 import { errorResult, type ToolDefinition } from "./tool-results.js";
@@ -43,10 +53,17 @@ export function createMcpServer(deps: McpDeps, session: { clientId: string | und
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   const server = new Server({ name: "axon", version: process.env.npm_package_version ?? "dev" }, { capabilities: { tools: {} }, instructions });
 
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: tools.map(describeTool) }));
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
-    // neuro-san also takes a network's own name (`deep/math_guy`), as clients written before the safe names send it.
-    const tool = byName.get(request.params.name) ?? byNetworkName.get(request.params.name);
+  // neuro-san also takes a network's own name (`deep/math_guy`), as clients written before the safe names send it.
+  const toolNamed = (name: string) => byName.get(name) ?? byNetworkName.get(name);
+  // Each request is a span under its caller's trace, on either transport; named by the tool only when there is one,
+  // so that a client's made-up names do not become span names.
+  server.setRequestHandler(ListToolsRequestSchema, (_request, extra) => tracedMcpRequest(incoming("tools/list", extra), async () => ({ tools: tools.map(describeTool) })));
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
+    tracedMcpRequest(incoming("tools/call", extra, toolNamed(request.params.name)?.name), () => callTool(request, extra.signal)),
+  );
+
+  async function callTool(request: CallToolRequest, signal: AbortSignal): Promise<CallToolResult> {
+    const tool = toolNamed(request.params.name);
     if (!tool) return errorResult({ code: "tool_not_found", message: "no tool by this name" });
     const input = request.params.arguments ?? {};
     // Before any tool's code (recursive, or writing to the database) sees them: too deep, NUL, Infinity, `__proto__`.
@@ -61,15 +78,20 @@ export function createMcpServer(deps: McpDeps, session: { clientId: string | und
         field_violations: args.error.issues.map((issue) => ({ field: issue.path.join("."), description: issue.message })),
       });
     }
-    const result = await tool.call(args.data, AbortSignal.any([session.signal, extra.signal]));
+    const result = await tool.call(args.data, AbortSignal.any([session.signal, signal]));
     // Clients reject structuredContent that breaks the declared schema; a mismatch is our bug, caught here.
     if (!result.isError && !tool.output.safeParse(result.structuredContent).success) {
       deps.logger.error({ tool: tool.name }, "MCP tool answered outside its output schema");
       return errorResult({ code: "internal", message: "internal error" });
     }
     return result;
-  });
+  }
   return server;
+}
+
+/** What the span of a request reads from the SDK's handler arguments; HTTP headers only when it came over HTTP. */
+function incoming(method: string, extra: RequestHandlerExtra<ServerRequest, ServerNotification>, tool?: string): IncomingMcpRequest {
+  return { method, tool, id: extra.requestId, meta: extra._meta, headers: extra.requestInfo?.headers };
 }
 
 function toolsFor(deps: McpDeps, clientId: string | undefined): { tools: ToolDefinition[]; byNetworkName: Map<string, ToolDefinition> } {

@@ -15,6 +15,7 @@ import { createAgentRuntime } from "../agents/configured-runtime.js";
 import { loadConfig } from "../config.js";
 import { createLogger } from "../logger.js";
 import { startOperations } from "../operations/operations.js";
+import { startTracing } from "../telemetry/start.js";
 import { createMcpServer } from "./mcp-server.js";
 
 const { values } = parseArgs({ options: { token: { type: "string" } }, strict: true });
@@ -24,6 +25,8 @@ if (!token) fail("a client secret is required: set AXON_MCP_TOKEN or pass --toke
 const config = loadConfig();
 const logger = createLogger(config.logLevel, process.stderr);
 const env = process.env;
+// The same OTEL_* variables as the server's; a call's `params._meta` carries its caller's trace (no headers here).
+const stopTracing = await startTracing(env);
 
 // The agent side of startAxon without its listeners: a CLI process must not take a port.
 const registry = await AgentRegistry.load({ manifestFile: config.manifestFile, projectRoot: config.projectRoot, logger });
@@ -53,6 +56,7 @@ const close = async (): Promise<void> => {
   await operations.close();
   await chats.close();
   registry.close();
+  await stopTracing();
 };
 // The host ends the session by closing our stdin (or with a signal).
 transport.onclose = () => void close();

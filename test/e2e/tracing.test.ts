@@ -1,26 +1,18 @@
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import { createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConciergeService } from "../../src/gen/neuro_san/api/grpc/concierge_pb.js";
 import { startAxonProcess, type AxonProcess } from "../support/axon-process.js";
 import { OtlpReceiver, type ReceivedSpan } from "../support/otlp-receiver.js";
-import { defaultReply, ScriptedLlm, type Reply } from "../support/scripted-llm/scripted-llm.js";
-import { projectRoot } from "../support/server.js";
+import { chatAcrossTwoProcesses, streamingChatSpan, type TracedChat } from "../support/traced-chat.js";
 import { until } from "../support/wait.js";
-
-const witnessToolPath = path.join(projectRoot, "test/fixtures/processes/coded_tools");
 
 // Two Axon processes, two model servers and a receiver per chat: on a loaded machine that takes more than the default.
 const chatTimeoutMs = 120_000;
 
 const started: { stop(): Promise<unknown> }[] = [];
-const tempDirs: string[] = [];
 afterAll(async () => {
   await Promise.all(started.splice(0).map((thing) => thing.stop()));
-  await Promise.all(tempDirs.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
 });
 
 async function startAxon(env: Record<string, string>): Promise<AxonProcess> {
@@ -33,96 +25,16 @@ async function startReceiver(): Promise<OtlpReceiver> {
   started.push({ stop: () => receiver.close() });
   return receiver;
 }
-async function startLlm(): Promise<ScriptedLlm> {
-  const llm = await ScriptedLlm.start("openai");
-  started.push({ stop: () => llm.close() });
-  return llm;
-}
-
-/** Writes network files (name -> HOCON) and a manifest serving them all into a fresh directory; returns the manifest. */
-async function writeRegistry(networks: Record<string, string>): Promise<string> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "axon-tracing-"));
-  tempDirs.push(dir);
-  await mkdir(dir, { recursive: true });
-  for (const [name, hocon] of Object.entries(networks)) await writeFile(path.join(dir, `${name}.hocon`), hocon);
-  const manifest = path.join(dir, "manifest.hocon");
-  await writeFile(manifest, `{\n${Object.keys(networks).map((name) => `  "${name}.hocon": true`).join("\n")}\n}\n`);
-  return manifest;
-}
 
 // A client's own trace: Axon's spans must land in it, under this span.
 const clientTraceId = "4bf92f3577b34da6a3ce929d0e0e4736";
 const clientSpanId = "00f067aa0ba902b7";
 
-/**
- * A caller network whose front man asks, in one round, a coded tool, a sub-agent and a network on a second Axon
- * process; both processes export to the same receiver, one over http/json, the other over http/protobuf.
- */
-async function chatAcrossTwoProcesses(extraEnv: Record<string, string> = {}) {
-  const receiver = await startReceiver();
-  const [callerLlm, calleeLlm] = await Promise.all([startLlm(), startLlm()]);
-  const witnessFile = path.join(os.tmpdir(), `axon-tracing-witness-${process.pid}-${Date.now()}.json`);
-  const callee = await startAxon({
-    ...calleeLlm.env,
-    ...receiver.env("http/protobuf"),
-    ...extraEnv,
-    OTEL_SERVICE_NAME: "callee",
-    AGENT_MANIFEST_FILE: await writeRegistry({
-      far_net: `{ llm_config { model_name: "gpt-4o-mini" }, tools: [ { name: "Far", instructions: "Answer from afar." } ] }`,
-    }),
-  });
-  const remote = `http://127.0.0.1:${callee.port}/far_net`;
-  const callerManifest = await writeRegistry({
-    near_net: `{
-      llm_config { model_name: "gpt-4o-mini" }
-      tools: [
-        { name: "Near", instructions: "Ask everyone.", tools: ["SlyWitness", "Helper", ${JSON.stringify(remote)}] }
-        {
-          name: "SlyWitness"
-          class: "sly_witness.SlyWitness"
-          function { description: "Records what it was given.", parameters { type: "object", properties { note { type: "string" } } } }
-          args { witness_file: ${JSON.stringify(witnessFile)} }
-        }
-        {
-          name: "Helper"
-          function { description: "Helps.", parameters { type: "object", properties { inquiry { type: "string" } } } }
-          instructions: "You help."
-        }
-      ]
-    }`,
-  });
-  // The front man calls all three tools at once, then answers from their results.
-  const askEveryone: Reply = {
-    toolCalls: [
-      { name: "SlyWitness", arguments: { note: "secret-note" } },
-      { name: "Helper", arguments: { inquiry: "help me" } },
-      { name: "far_net", arguments: { inquiry: "far away" } },
-    ],
-  };
-  callerLlm.script((request) => (request.system === "Ask everyone." && request.messages.at(-1)?.role === "user" ? askEveryone : defaultReply(request)));
-  const caller = await startAxon({
-    ...callerLlm.env,
-    ...receiver.env("http/json"),
-    ...extraEnv,
-    OTEL_SERVICE_NAME: "caller",
-    AGENT_MANIFEST_FILE: callerManifest,
-    AGENT_TOOL_PATH: witnessToolPath,
-  });
-  const response = await fetch(`${caller.url}/api/v1/near_net/streaming_chat`, {
-    method: "POST",
-    headers: { "content-type": "application/json", traceparent: `00-${clientTraceId}-${clientSpanId}-01` },
-    body: JSON.stringify({ user_message: { text: "What do you see?" }, sly_data: { password: "sly-hunter2" } }),
-  });
-  expect(response.status).toBe(200);
-  expect(await response.text()).toContain("AGENT_FRAMEWORK");
-  tempDirs.push(witnessFile);
-  // Every span of the chat has arrived: both processes' server spans and the far side's model call.
-  const bySpan = (name: string, service: string) => () => receiver.spans.find((span) => span.name === name && span.service === service);
-  await until(bySpan("dev.cognizant_ai.neuro_san.api.grpc.agent.AgentService/StreamingChat", "caller"), "the caller's server span");
-  await until(bySpan("invoke_agent near_net", "caller"), "the caller's chat span");
-  await until(bySpan("invoke_agent far_net", "callee"), "the callee's chat span");
-  await until(() => receiver.spans.filter((span) => span.name === "chat gpt-4o-mini").length >= 4 || undefined, "every model call's span");
-  return { receiver, caller, callee, callerLlm, remote };
+/** The chat of test/support/traced-chat.ts, sent under the client's traceparent. */
+async function chatUnderClientTrace(extraEnv: Record<string, string> = {}): Promise<TracedChat> {
+  const chat = await chatAcrossTwoProcesses(extraEnv, { traceparent: `00-${clientTraceId}-${clientSpanId}-01` });
+  started.push({ stop: () => chat.close() });
+  return chat;
 }
 
 function one(spans: ReceivedSpan[], name: string, service?: string): ReceivedSpan {
@@ -132,9 +44,9 @@ function one(spans: ReceivedSpan[], name: string, service?: string): ReceivedSpa
 }
 
 describe("the trace of a chat", () => {
-  let twoProcesses: Awaited<ReturnType<typeof chatAcrossTwoProcesses>>;
+  let twoProcesses: TracedChat;
   beforeAll(async () => {
-    twoProcesses = await chatAcrossTwoProcesses();
+    twoProcesses = await chatUnderClientTrace();
   }, chatTimeoutMs);
 
   it("is one trace under the client's traceparent: server span, agents, model calls and every kind of tool, across processes", () => {
@@ -143,7 +55,7 @@ describe("the trace of a chat", () => {
     // Nothing of the chat started a trace of its own.
     expect(receiver.spans.filter((span) => span.traceId !== clientTraceId).map((span) => span.name)).toEqual([]);
 
-    const server = one(trace, "dev.cognizant_ai.neuro_san.api.grpc.agent.AgentService/StreamingChat", "caller");
+    const server = one(trace, streamingChatSpan, "caller");
     expect(server.parentSpanId).toBe(clientSpanId);
     expect(server.kind).toBe(2);
     expect(server.attributes).toMatchObject({
@@ -191,7 +103,7 @@ describe("the trace of a chat", () => {
     // The external agent's process continued the trace under the tool call that reached it.
     const external = one(trace, `execute_tool ${remote}`);
     expect(external.attributes["gen_ai.tool.type"]).toBe("external_agent");
-    const far = one(trace, "dev.cognizant_ai.neuro_san.api.grpc.agent.AgentService/StreamingChat", "callee");
+    const far = one(trace, streamingChatSpan, "callee");
     expect(far.parentSpanId).toBe(external.spanId);
     const farChat = one(trace, "invoke_agent far_net", "callee");
     expect(farChat.parentSpanId).toBe(far.spanId);
@@ -226,7 +138,7 @@ describe("the trace of a chat", () => {
 
 describe("content capture", () => {
   it("with content capture on, model and tool spans carry their messages, and sly_data still never leaves", async () => {
-    const { receiver } = await chatAcrossTwoProcesses({ OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: "true" });
+    const { receiver } = await chatUnderClientTrace({ OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: "true" });
     const tool = one(receiver.spans, "execute_tool SlyWitness");
     expect(JSON.parse(String(tool.attributes["gen_ai.tool.call.arguments"]))).toEqual({ note: "secret-note" });
     expect(String(tool.attributes["gen_ai.tool.call.result"])).toContain("sly_data_keys");

@@ -10,12 +10,14 @@ export interface McpCall {
   tool: string;
   arguments: Record<string, unknown>;
   headers: IncomingHttpHeaders;
+  /** The request's `params._meta`, as it arrived. */
+  meta: Record<string, unknown> | undefined;
 }
 
 /**
  * A real MCP server over Streamable HTTP (stateless, the SDK's own server) on 127.0.0.1, port 0, at `/mcp`, with a few
  * tools for the tests: `add` (a + b), `deep.echo` (a name LLM providers refuse), `fail` (an error result). It records the
- * headers of every HTTP request it gets and every tool call.
+ * headers of every HTTP request it gets and every tool call (with its `_meta`).
  */
 export class ScriptedMcpServer {
   readonly requests: IncomingHttpHeaders[] = [];
@@ -61,17 +63,17 @@ export class ScriptedMcpServer {
 
   private mcpServer(headers: IncomingHttpHeaders): McpServer {
     const mcp = new McpServer({ name: "scripted", version: "1" });
-    const record = (tool: string, args: Record<string, unknown>) => this.calls.push({ tool, arguments: args, headers });
-    mcp.registerTool("add", { description: "Adds two numbers", inputSchema: { a: z.number(), b: z.number() } }, (args) => {
-      record("add", args);
+    const record = (tool: string, args: Record<string, unknown>, { _meta }: { _meta?: Record<string, unknown> }) => this.calls.push({ tool, arguments: args, headers, meta: _meta });
+    mcp.registerTool("add", { description: "Adds two numbers", inputSchema: { a: z.number(), b: z.number() } }, (args, extra) => {
+      record("add", args, extra);
       return { content: [{ type: "text", text: String(args.a + args.b) }] };
     });
-    mcp.registerTool("deep.echo", { description: "Says the text back", inputSchema: { text: z.string() } }, (args) => {
-      record("deep.echo", args);
+    mcp.registerTool("deep.echo", { description: "Says the text back", inputSchema: { text: z.string() } }, (args, extra) => {
+      record("deep.echo", args, extra);
       return { content: [{ type: "text", text: `echo: ${args.text}` }] };
     });
-    mcp.registerTool("fail", { description: "Always fails", inputSchema: { why: z.string() } }, (args) => {
-      record("fail", args);
+    mcp.registerTool("fail", { description: "Always fails", inputSchema: { why: z.string() } }, (args, extra) => {
+      record("fail", args, extra);
       return { isError: true, content: [{ type: "text", text: `refused: ${args.why}` }] };
     });
     return mcp;

@@ -1,5 +1,6 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+import { withTraceMeta } from "../../telemetry/mcp-spans.js";
 import type { ClientCredentialsTokens } from "./client-credentials.js";
 import type { McpServerInfo } from "./mcp-info.js";
 import type { RequestHeaders } from "./request-credentials.js";
@@ -43,7 +44,9 @@ export class McpConnections {
 
   async callTool(url: string, name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> {
     const client = await this.clientOf(url, signal);
-    return (await client.callTool({ name, arguments: args }, undefined, { signal, timeout: this.timeoutMs })) as CallToolResult;
+    // The trace rides in `_meta` as well as in the HTTP headers: a server may read either.
+    const meta = withTraceMeta();
+    return (await client.callTool({ name, arguments: args, ...(meta && { _meta: meta }) }, undefined, { signal, timeout: this.timeoutMs })) as CallToolResult;
   }
 
   async close(): Promise<void> {
