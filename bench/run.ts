@@ -10,7 +10,7 @@ import { startServerProcess, type ServerProcess } from "./server-process.js";
 import { startOtlpStandIn } from "./otlp-stand-in.js";
 import { startTracing } from "../src/telemetry/start.js";
 import { ConciergeService } from "../src/gen/neuro_san/api/grpc/concierge_pb.js";
-import { createLogger, linesByTurn } from "../src/logger.js";
+import { createLogger, batchedLines } from "../src/logger.js";
 import { Metrics } from "../src/server/metrics.js";
 import { CallPipeline } from "../src/server/pipeline/call-pipeline.js";
 import { IntakeBudget } from "../src/server/intake-budget.js";
@@ -251,7 +251,7 @@ function row(surface: string, server: string, figures: ReturnType<typeof combine
 /**
  * What the call pipeline costs a call, in this process (from the sources, which tsx compiles as esbuild builds dist/):
  * `begin` (request id, forwarded metadata, authentication) and `finish` (status, metrics, the access line) for a List
- * call, the access line written as `npm start` writes it (once per turn of the loop, here to /dev/null), at info and
+ * call, the access line written as `npm start` writes it (batched, here to /dev/null), at info and
  * with access lines off (warn); then at info with tracing on, every call a span exported to the collector stand-in.
  */
 async function printObservationCost(): Promise<void> {
@@ -265,7 +265,7 @@ async function printObservationCost(): Promise<void> {
     if (traced) Object.assign(process.env, tracingEnv);
     const stopTracing = await startTracing(traced ? process.env : {});
     const pipeline = new CallPipeline({
-      logger: createLogger(level, linesByTurn("/dev/null")),
+      logger: createLogger(level, batchedLines("/dev/null")),
       metrics: new Metrics(),
       authenticate: () => undefined,
       forwardedMetadata: ["request_id", "user_id"],

@@ -14,7 +14,7 @@ const projectRoot = path.resolve(import.meta.dirname, "..");
 const built = (module: string) => import(pathToFileURL(path.join(projectRoot, "dist", module)).href);
 const { startAxon } = (await built("axon.js")) as typeof import("../src/axon.js");
 const { loadConfig } = (await built("config.js")) as typeof import("../src/config.js");
-const { createLogger, linesByTurn } = (await built("logger.js")) as typeof import("../src/logger.js");
+const { createLogger, batchedLines } = (await built("logger.js")) as typeof import("../src/logger.js");
 const { startTracing } = (await built("telemetry/start.js")) as typeof import("../src/telemetry/start.js");
 // As main.ts does: traces leave only when the OTEL_* variables of this process name an endpoint.
 const stopTracing = await startTracing(process.env);
@@ -27,7 +27,7 @@ const env: Record<string, string> = {
 };
 const config = { ...loadConfig(env, projectRoot), host: "127.0.0.1" };
 // The writer `npm start` gives stdout, on a file that takes any amount.
-const axon = await startAxon(config, createLogger(config.logLevel, linesByTurn("/dev/null")), { env });
+const axon = await startAxon(config, createLogger(config.logLevel, batchedLines("/dev/null")), { env });
 
 export interface AxonReady {
   port: number;

@@ -3,21 +3,21 @@ import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { createLogger, linesByTurn } from "../../src/logger.js";
+import { createLogger, batchedLines } from "../../src/logger.js";
 import { until } from "../support/wait.js";
 
 const loggerModule = path.resolve(import.meta.dirname, "../../src/logger.ts");
 
-describe("log lines written once per turn of the event loop", () => {
+describe("log lines written in batches", () => {
   it("reach the file in order without waiting for more lines", async () => {
     const file = path.join(mkdtempSync(path.join(os.tmpdir(), "log-lines-")), "axon.log");
-    const logger = createLogger("info", linesByTurn(file));
+    const logger = createLogger("info", batchedLines(file));
     for (let line = 1; line <= 3; line++) logger.info({ line }, "request");
     await until(() => existsSync(file) && readFileSync(file, "utf8").split("\n").length === 4, "three lines in the file");
     expect(readFileSync(file, "utf8").trim().split("\n").map((line) => JSON.parse(line).line)).toEqual([1, 2, 3]);
   });
 
-  it("are all written when the process exits in the turn that logged them", () => {
+  it("are all written when the process exits before their batch is due", () => {
     const script = `
       const { createLogger } = await import(${JSON.stringify(loggerModule)});
       const logger = createLogger("info");
