@@ -2,7 +2,8 @@ import { createInterface } from "node:readline";
 import type { CliContext, Json } from "./context.js";
 import { dim, printJson, printLine, startSpinner, text } from "./output.js";
 import { streamingChatOver } from "./chat-transports.js";
-import { CliFailure, ExitStatus, failureLine, toCliFailure } from "./failure.js";
+import { CliFailure, ExitStatus, failureLine } from "./cli-failure.js";
+import { toCliFailure } from "./failure.js";
 
 export interface ChatOptions {
   protocol: string;

@@ -4,7 +4,8 @@ import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } f
 import { AgentService, ChatRequestSchema, ChatResponseSchema } from "../gen/neuro_san/api/grpc/agent_pb.js";
 import { CHAT_PROTOCOLS } from "./chat-protocols.js";
 import type { Json } from "./context.js";
-import { CliFailure, ExitStatus, failureFromStatusJson } from "./failure.js";
+import { CliFailure, ExitStatus } from "./cli-failure.js";
+import { failureFromStatusJson } from "./failure.js";
 import { linesOf, RestClient } from "./rest-client.js";
 
 

@@ -3,7 +3,7 @@ import path from "node:path";
 import { parsePrincipals, PRINCIPAL_NAME } from "../auth/principals.js";
 import { generateSecret } from "../auth/secrets.js";
 import type { CliContext } from "./context.js";
-import { CliFailure, ExitStatus } from "./failure.js";
+import { CliFailure, ExitStatus } from "./cli-failure.js";
 import { printJson, printLine } from "./output.js";
 
 /** The clients file the server reads, as it finds it: AXON_CLIENTS_FILE, else $AXON_DATA_DIR/clients (./data/clients). */

@@ -1,4 +1,4 @@
-import { CliFailure, ExitStatus } from "./failure.js";
+import { CliFailure, ExitStatus } from "./cli-failure.js";
 
 /** The global options every command sees, resolved from flags and the environment. */
 export interface CliContext {

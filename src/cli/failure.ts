@@ -1,33 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorInfoSchema } from "../gen/google/rpc/error_details_pb.js";
-
-/**
- * Exit statuses of `axon`, one per kind of failure a script may want to tell apart. The google.rpc code of a server
- * error picks the status; everything else the CLI raises says its own.
- */
-export const ExitStatus = {
-  ok: 0,
-  /** The operation or test ran and did not succeed (e.g. `op wait` ended failed or denied). */
-  failed: 1,
-  usage: 2,
-  notFound: 3,
-  /** Authentication or permission. */
-  auth: 4,
-  conflict: 5,
-  /** Rate limited, unavailable, timed out or unreachable: worth retrying later. */
-  unavailable: 6,
-  server: 7,
-} as const;
-
-export const EXIT_STATUS_HELP = `Exit status:
-  0  ok
-  1  the operation or test failed (e.g. op wait ended failed, denied, expired or canceled)
-  2  usage error (bad options or arguments, or a request the server rejected as invalid)
-  3  not found (network, operation, grant or request)
-  4  authentication or permission (missing or wrong --token / --operator-token)
-  5  conflict (idempotency conflict, stale revision, not cancelable, already exists)
-  6  rate limited, unavailable or unreachable (retry later)
-  7  other server error`;
+import { CliFailure, ExitStatus } from "./cli-failure.js";
 
 /** google.rpc.Code names by number, as the status JSON and gRPC carry them. */
 const CODE_NAMES = [
@@ -35,17 +8,6 @@ const CODE_NAMES = [
   "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE",
   "DATA_LOSS", "UNAUTHENTICATED",
 ] as const;
-
-/** What the CLI reports on stderr as `axon: <message>` before exiting with `exitStatus`. */
-export class CliFailure extends Error {
-  override readonly name = "CliFailure";
-  constructor(
-    message: string,
-    readonly exitStatus: number,
-  ) {
-    super(message);
-  }
-}
 
 /** ErrorInfo metadata keys that name what a failure is about, in the order they are looked for. */
 const SUBJECT_KEYS = ["agent_name", "operation_id", "request_id", "grant_id"];
@@ -66,7 +28,7 @@ export class ServerFailure extends CliFailure {
    * `subject: message (REASON, CODE_NAME)`: the one line a user sees. It names the network, operation or request the
    * server says it is about, and says the code once when the reason is the code's own name.
    */
-  describe(): string {
+  override describe(): string {
     const codeName = CODE_NAMES[this.code] ?? `code ${this.code}`;
     const codes = this.reason === undefined || this.reason === codeName ? codeName : `${this.reason}, ${codeName}`;
     const subject = SUBJECT_KEYS.map((key) => this.metadata[key]).find((value) => value !== undefined && value !== "");
@@ -147,9 +109,4 @@ export function toCliFailure(error: unknown, url: string): CliFailure {
 function stringValues(metadata: unknown): Record<string, string> {
   if (metadata === null || typeof metadata !== "object") return {};
   return Object.fromEntries(Object.entries(metadata).filter((entry): entry is [string, string] => typeof entry[1] === "string"));
-}
-
-/** The one line a failure shows on stderr. */
-export function failureLine(failure: CliFailure): string {
-  return `axon: ${failure instanceof ServerFailure ? failure.describe() : failure.message}\n`;
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { requireToken, type CliContext, type Json } from "./context.js";
-import { CliFailure, ExitStatus } from "./failure.js";
+import { CliFailure, ExitStatus } from "./cli-failure.js";
 import { printJson, printLine, printTable, startSpinner, text } from "./output.js";
 import { RestClient } from "./rest-client.js";
 

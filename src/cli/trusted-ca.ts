@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { accessSync, constants } from "node:fs";
 import path from "node:path";
-import { CliFailure, ExitStatus } from "./failure.js";
+import { CliFailure, ExitStatus } from "./cli-failure.js";
 
 /**
  * `--ca-file` (AXON_CA_FILE): trust a private CA for an https --url. Node 20 takes extra CAs for every client it has

@@ -3,10 +3,9 @@ import { AxonError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { AnthropicMessagesClient } from "./anthropic-client.js";
 import { resolveLlmChain, type ModelConfig } from "./config.js";
-import { BedrockConverseClient } from "./bedrock-client.js";
-import { bedrockConnectionFor, connectionFor, type ClientKeys, type Environment } from "./connection.js";
+import { bedrockConnectionFor, connectionFor, type BedrockConnection, type ClientKeys, type Environment } from "./connection.js";
 import { FallbackChain, type ModelClient } from "./fallback-chain.js";
-import type { LlmClient } from "./llm.js";
+import type { LlmClient, LlmRequest, LlmResponse } from "./llm.js";
 import type { LlmInfo } from "./llm-info.js";
 import { OpenAiChatClient } from "./openai-client.js";
 
@@ -48,10 +47,34 @@ export function createLlmClient(
 function createModelClient(config: ModelConfig, env: Environment, clientKeys?: ClientKeys): ModelClient {
   switch (config.provider) {
     case "bedrock":
-      return new BedrockConverseClient(config, bedrockConnectionFor(config, env, clientKeys));
+      return new LazyBedrockClient(config, bedrockConnectionFor(config, env, clientKeys));
     case "anthropic":
       return new AnthropicMessagesClient(config, connectionFor(config, env, clientKeys));
     default:
       return new OpenAiChatClient(config, connectionFor(config, env, clientKeys));
+  }
+}
+
+/**
+ * Bedrock's client, loaded with its first call: the AWS SDK is 1.8 MB of code that a chat on any other provider would
+ * otherwise load.
+ */
+class LazyBedrockClient implements ModelClient {
+  readonly provider = "bedrock" as const;
+  readonly model: string;
+  readonly description: string;
+  private client: Promise<LlmClient> | undefined;
+
+  constructor(
+    private readonly config: ModelConfig,
+    private readonly connection: BedrockConnection,
+  ) {
+    this.model = config.model;
+    this.description = `bedrock ${config.model}`;
+  }
+
+  async complete(request: LlmRequest): Promise<LlmResponse> {
+    this.client ??= import("./bedrock-client.js").then(({ BedrockConverseClient }) => new BedrockConverseClient(this.config, this.connection));
+    return (await this.client).complete(request);
   }
 }

@@ -1,0 +1,6 @@
+/** The trivial tool bench/coded-tools.ts calls through each checkout's coded-tool path. */
+export class Trivial {
+  async asyncInvoke(): Promise<string> {
+    return "ok";
+  }
+}
