@@ -53,8 +53,11 @@ export class Authenticator {
     return principal ?? refuse("operator");
   }
 
-  /** The neuro-san surface is open: a call that presents nothing is anonymous (undefined). */
-  async neuroSanCaller(credentials: Credentials): Promise<Principal | undefined> {
+  /**
+   * The neuro-san surface is open: a call that presents nothing is anonymous (undefined). Answered at once unless a
+   * bearer must be checked, as List's calls are on their fast paths.
+   */
+  neuroSanCaller(credentials: Credentials): Principal | undefined | Promise<Principal> {
     if (!this.options.identifyNeuroSanCallers) return undefined;
     if (credentials.authorization !== undefined) return this.client(credentials);
     const certified = this.byCertificate(credentials.certificateNames);
@@ -92,13 +95,13 @@ export type ServiceAuthenticator = (service: DescService, credentials: Credentia
  * The neuro-san surface names its caller when it can; health and reflection are open.
  */
 export function serviceAuthenticator(authenticator: Authenticator): ServiceAuthenticator {
-  const bySurface = new Map<string, (credentials: Credentials) => Promise<Principal | undefined>>([
+  const bySurface = new Map<string, (credentials: Credentials) => Principal | undefined | Promise<Principal | undefined>>([
     [AgentOperationsService.typeName, (credentials) => authenticator.client(credentials)],
     [OperatorService.typeName, (credentials) => authenticator.operator(credentials)],
     [AgentService.typeName, (credentials) => authenticator.neuroSanCaller(credentials)],
     [ConciergeService.typeName, (credentials) => authenticator.neuroSanCaller(credentials)],
   ]);
-  return async (service, credentials) => bySurface.get(service.typeName)?.(credentials);
+  return (service, credentials) => bySurface.get(service.typeName)?.(credentials);
 }
 
 /** What a plain HTTP route's request presents (the RPCs get theirs from the call pipeline). */

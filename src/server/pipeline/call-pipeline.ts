@@ -55,7 +55,7 @@ export class CallPipeline {
   /**
    * Opens a call from its headers alone, so that nothing of a refused call's body need ever be read. A refused call
    * comes back finished (counted and logged) with its `refusal` to answer. Asynchronous because a bearer JWT's
-   * signature is checked by WebCrypto.
+   * signature is checked by WebCrypto; a call without one waits for nothing.
    */
   async begin(start: CallStart): Promise<Call> {
     const values = start.values ?? createContextValues();
@@ -73,11 +73,12 @@ export class CallPipeline {
 
     const call = new Call(this.options.logger, this.bound(start.method, start.protocol), start.protocol, requestId, values, this.options.intake, RpcSpan.start(start));
     try {
-      const principal = await this.options.authenticate(start.method.parent, {
+      const found = this.options.authenticate(start.method.parent, {
         authorization: start.header("authorization"),
         certificateNames: certificateNamesOf(start.socket),
         userId: start.header("user_id") ?? start.header("user-id"),
       });
+      const principal = found instanceof Promise ? await found : found;
       if (principal) values.set(principalKey, principal);
     } catch (error) {
       call.refusal = call.finish(error);
