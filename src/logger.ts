@@ -16,14 +16,13 @@ export function createLogger(level: string, destination: DestinationStream = (st
 let stdoutLines: DestinationStream | undefined;
 
 /**
- * A file (standard output by default) written in batches, synchronously: a line goes out at most 10 ms after it was
- * logged (or at once when 64 KiB are waiting), so under load the access lines of many calls cost one write. pino's
- * default writes each line as it comes through libuv's thread pool: about 25 µs of CPU a write, against 2.6 µs for a
- * synchronous one (`/dev/null`, this machine), a cost an unbatched server pays on every call. A consumer that stops
- * reading holds the server up rather than letting lines pile up in memory (sonic-boom retries a full pipe).
+ * A file (standard output by default) written in batches: a line goes out at most 10 ms after it was logged (or at
+ * once when 64 KiB are waiting), so under load the access lines of many calls cost one write. pino's default makes a
+ * write of each line as it comes, through libuv's thread pool: about 25 µs of CPU a write (`/dev/null`, this
+ * machine), a cost a server with one line a call pays on every call. A reader that falls behind is waited for without
+ * holding the server up (sonic-boom retries a full pipe later).
  */
 export function batchedLines(dest: number | string): DestinationStream {
-  const file = pino.destination({ dest, sync: true });
   let lines: string[] = [];
   let waiting = 0;
   let timer: NodeJS.Timeout | undefined;
@@ -35,8 +34,10 @@ export function batchedLines(dest: number | string): DestinationStream {
     lines = [];
     waiting = 0;
   };
-  // What is still waiting when the process exits.
+  // What is still waiting when the process exits goes to the file before pino's own exit hook, registered with the
+  // file just below, writes out what the file holds.
   process.once("exit", flush);
+  const file = pino.destination({ dest, sync: false });
   return {
     write(line: string) {
       lines.push(line);

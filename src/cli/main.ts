@@ -8,7 +8,7 @@ import { axonPackage } from "../project-root.js";
 import { CHAT_PROTOCOLS } from "./chat-protocols.js";
 import type { CompletionShell } from "./completion-command.js";
 import { parseJsonObject, parsePositiveInteger, type CliContext } from "./context.js";
-import { EXIT_STATUS_HELP, ExitStatus, failureLine } from "./cli-failure.js";
+import { CliFailure, EXIT_STATUS_HELP, ExitStatus, failureLine } from "./cli-failure.js";
 import { rerunTrusting } from "./trusted-ca.js";
 
 // Each command loads its module when it runs: a CLI invocation pays only for what it uses.
@@ -242,9 +242,8 @@ export async function runCli(argv: string[]): Promise<{ status: number; serving:
       // Help and version are not errors; everything else commander raises is a usage error it already printed.
       return { status: error.exitCode === 0 ? ExitStatus.ok : ExitStatus.usage, serving: false };
     }
-    // A server's error brings protobuf and Connect with it: loaded only then, not for `axon --help`.
-    const { toCliFailure } = await import("./failure.js");
-    const failure = toCliFailure(error, url);
+    // Reading a server's error takes protobuf and Connect: loaded only for one, never for `axon --help`.
+    const failure = error instanceof CliFailure ? error : (await import("./failure.js")).toCliFailure(error, url);
     process.stderr.write(failureLine(failure));
     return { status: failure.exitStatus, serving: false };
   }

@@ -74,7 +74,11 @@ class LazyBedrockClient implements ModelClient {
   }
 
   async complete(request: LlmRequest): Promise<LlmResponse> {
-    this.client ??= import("./bedrock-client.js").then(({ BedrockConverseClient }) => new BedrockConverseClient(this.config, this.connection));
+    if (this.client === undefined) {
+      this.client = import("./bedrock-client.js").then(({ BedrockConverseClient }) => new BedrockConverseClient(this.config, this.connection));
+      // A load that failed is tried again by the next call.
+      this.client.catch(() => (this.client = undefined));
+    }
     return (await this.client).complete(request);
   }
 }

@@ -47,17 +47,17 @@ operations.opened.then(
 const stopping = new AbortController();
 const server = createMcpServer({ broker: operations.broker, operationsFor: operations.operationsFor, registry, access: operations.access, chats, logger }, { clientId: client.name, signal: stopping.signal });
 const transport = new StdioServerTransport();
-let closed = false;
-const close = async (): Promise<void> => {
-  if (closed) return;
-  closed = true;
-  stopping.abort();
-  await server.close();
-  await operations.close();
-  await chats.close();
-  registry.close();
-  await stopTracing();
-};
+// Once, whoever asks first; a signal during the close waits for it (the spans still to export among what it ends).
+let closing: Promise<void> | undefined;
+const close = (): Promise<void> =>
+  (closing ??= (async () => {
+    stopping.abort();
+    await server.close();
+    await operations.close();
+    await chats.close();
+    registry.close();
+    await stopTracing();
+  })().catch((error: unknown) => logger.error({ err: error }, "closing failed")));
 // The host ends the session by closing our stdin (or with a signal).
 transport.onclose = () => void close();
 process.stdin.on("end", () => void close());

@@ -110,6 +110,13 @@ def new_instance(class_name, args):
     return getattr(module, name)(**made)
 
 
+def library_tools(class_name, settings):
+    """(whether it is a toolkit, its tools, the instance made): a toolkit is what has get_tools()."""
+    instance = new_instance(class_name, settings)
+    get_tools = getattr(instance, "get_tools", None)
+    return (True, list(get_tools()), instance) if callable(get_tools) else (False, [instance], instance)
+
+
 def chosen_tool(class_name, tools, name):
     if name is None:
         if len(tools) == 1:
@@ -249,7 +256,7 @@ class Worker:
             return await asyncio.get_running_loop().run_in_executor(self.executor, tool.invoke, args, sly_data)
 
     async def run_library_tool(self, message):
-        toolkit, tools = self.library_tools(message)
+        toolkit, tools, _ = await self.library_tools(message)
         if message.get("describe"):
             return json.dumps({"toolkit": toolkit, "tools": [describe_tool(tool) for tool in tools]})
         tool = chosen_tool(message["library"], tools, message.get("tool"))
@@ -257,15 +264,21 @@ class Worker:
             return as_text(await tool.ainvoke(message["args"]))
         return as_text(await asyncio.get_running_loop().run_in_executor(self.executor, tool.invoke, message["args"]))
 
-    def library_tools(self, message):
-        """The entry's tool, or its toolkit's tools, made once per chat as neuro-san makes them once per agent session."""
+    async def library_tools(self, message):
+        """The entry's tool, or its toolkit's tools, made once per chat as neuro-san makes them once per agent session:
+        on a thread, since importing and making a LangChain tool can take seconds the worker's other calls go on in. A
+        making that failed is tried again by the next call."""
         made = self.libraries.setdefault(message["chat"], {})
         key = (message["library"], json.dumps(message["settings"], sort_keys=True))
         if key not in made:
-            instance = new_instance(message["library"], message["settings"])
-            get_tools = getattr(instance, "get_tools", None)
-            made[key] = (True, list(get_tools())) if callable(get_tools) else (False, [instance])
-        return made[key]
+            made[key] = asyncio.get_running_loop().run_in_executor(self.executor, library_tools, message["library"], message["settings"])
+        try:
+            # Shielded: a cancelled call must not cancel the making other calls of the chat wait for.
+            return await asyncio.shield(made[key])
+        except Exception:
+            if made.get(key) is not None and made[key].done():
+                made.pop(key)
+            raise
 
     def finished(self, call_id):
         # A task cancelled before it even started never ran its own code: this says so in every case.
@@ -275,6 +288,13 @@ class Worker:
     def describe(self, error):
         if isinstance(error, ImportError):
             return f"{error} ({interpreter()}: install the package there, or set AXON_PYTHON to an interpreter that has it)"
+        # pydantic's ValidationError (how LangChain classes check their settings) prints the input, keys among it.
+        errors = getattr(error, "errors", None)
+        if callable(errors):
+            try:
+                return "; ".join(f"{'.'.join(map(str, item.get('loc', ())))}: {item['msg']}" for item in errors(include_input=False, include_url=False))
+            except (TypeError, KeyError):
+                pass
         return str(error)
 
     def tool_class(self, message):
@@ -291,8 +311,8 @@ class Worker:
         return getattr(module, message["class"])
 
     def end_chat(self, chat):
-        self.libraries.pop(chat, None)
-        for value in self.chats.pop(chat, {}).values():
+        made = [future.result()[2] for future in self.libraries.pop(chat, {}).values() if future.done() and not future.cancelled() and future.exception() is None]
+        for value in [*self.chats.pop(chat, {}).values(), *made]:
             close = getattr(value, "close", None)
             if callable(close):
                 try:

@@ -1,7 +1,9 @@
 """runner.py's own pure parts, with the standard library's unittest (run by runner-python.test.ts)."""
+import asyncio
 import os
 import sys
 import tempfile
+import threading
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "src", "agents", "python"))
@@ -107,6 +109,83 @@ class LibraryToolTest(unittest.TestCase):
         self.assertEqual(runner.as_text("plain"), "plain")
         self.assertEqual(runner.as_text([{"title": "café"}]), '[{"title": "café"}]')
         self.assertEqual(runner.as_text({1, 2} - {2}), "{1}")
+
+
+class Waiting:
+    """Made only once the worker's loop has run something else meanwhile: it cannot be made on the loop's thread."""
+
+    loop_ran = None
+
+    def __init__(self):
+        if not Waiting.loop_ran.wait(10):
+            raise TimeoutError("the loop did not run while the tool was being made")
+        self.name = "waiting"
+        self.closed = False
+
+    def close(self):
+        self.closed = True
+
+
+class FailsOnce:
+    made = 0
+
+    def __init__(self):
+        FailsOnce.made += 1
+        if FailsOnce.made == 1:
+            raise RuntimeError("not yet")
+        self.name = "fails_once"
+
+
+class SettingsError(Exception):
+    """Shaped as pydantic's ValidationError: its text holds the input, its errors() need not."""
+
+    def __str__(self):
+        return "1 validation error: input_value={'api_key': 'sk-secret'}"
+
+    def errors(self, include_input=True, include_url=True):
+        item = {"loc": ("api_key",), "msg": "Field required"}
+        return [{**item, "input": {"api_key": "sk-secret"}} if include_input else item]
+
+
+class LibraryWorkerTest(unittest.TestCase):
+    def setUp(self):
+        sys.path.append(runner.STAND_IN)
+        self.worker = runner.Worker(open(os.devnull, "wb"))
+
+    def tearDown(self):
+        sys.path.remove(runner.STAND_IN)
+        self.worker.out.close()
+        self.worker.executor.shutdown()
+
+    @staticmethod
+    def message(class_name):
+        return {"chat": "c1", "library": f"{__name__}.{class_name}", "settings": {}}
+
+    def test_a_tool_is_made_on_a_thread_while_the_loop_goes_on_and_closed_with_its_chat(self):
+        async def scenario():
+            Waiting.loop_ran = threading.Event()
+            making = asyncio.ensure_future(self.worker.library_tools(self.message("Waiting")))
+            await asyncio.sleep(0)
+            Waiting.loop_ran.set()
+            return await making
+
+        toolkit, tools, instance = asyncio.run(scenario())
+        self.assertEqual((toolkit, [tool.name for tool in tools]), (False, ["waiting"]))
+        self.worker.end_chat("c1")
+        self.assertTrue(instance.closed)
+
+    def test_a_making_that_failed_is_tried_again(self):
+        async def twice():
+            with self.assertRaisesRegex(RuntimeError, "not yet"):
+                await self.worker.library_tools(self.message("FailsOnce"))
+            return await self.worker.library_tools(self.message("FailsOnce"))
+
+        self.assertEqual(asyncio.run(twice())[1][0].name, "fails_once")
+
+    def test_a_settings_error_is_told_without_the_settings(self):
+        told = self.worker.describe(SettingsError())
+        self.assertEqual(told, "api_key: Field required")
+        self.assertNotIn("sk-secret", told)
 
 
 if __name__ == "__main__":
