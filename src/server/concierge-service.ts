@@ -20,7 +20,10 @@ export function conciergeService(registry: AgentRegistry, access: NetworkAccess)
       const visible = access.isOpen ? listings : listings.filter((listing) => access.allows(caller, listing.agentName));
       const view = access.isOpen ? "" : visible.map((listing) => listing.agentName).join("\n");
       let answer = byView.get(view);
-      if (answer === undefined) byView.set(view, (answer = frozen(create(ConciergeResponseSchema, { agents: visible.map((listing) => ({ ...listing, tags: [...listing.tags] })) }))));
+      if (answer === undefined) {
+        const agents = visible.map((listing) => ({ ...listing, tags: [...listing.tags] }));
+        byView.set(view, (answer = frozen(create(ConciergeResponseSchema, { agents }))));
+      }
       return answer;
     },
   };

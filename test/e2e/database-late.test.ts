@@ -84,7 +84,7 @@ describe("a replica started before its PostgreSQL database", () => {
 
     await postgres.start();
     await until(async () => (await readiness(axon)).status === 200, "the replica to become ready", 30_000);
-    const opened = axon.logs.find((line) => typeof line.migrations_applied === "number");
+    const opened = await until(() => axon.logs.find((line) => typeof line.migrations_applied === "number"), "the migrations logged");
     expect(opened?.migrations_applied).toBeGreaterThan(0);
     await expectServing(axon, "after-start");
     // Waiting is not failing: one warning per backoff step, no error.

@@ -4,6 +4,7 @@ import { alice, operationsApi, roomyAdmission, writeFiles } from "../support/ope
 import { ScriptedLlm } from "../support/scripted-llm/scripted-llm.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { callingTheNamedTool } from "../support/tool-script.js";
+import { until } from "../support/wait.js";
 
 const chat = (key: string, text: string, slyData: Record<string, unknown> = {}) => ({
   idempotency_key: key,
@@ -74,6 +75,8 @@ describe("agent.chat operations on the chat thread of the build (node dist/main.
 
     const broken = await api.post(alice, chat("build-breaker", "Breaker"));
     expect(await api.waitTerminal(alice, broken.body.id)).toMatchObject({ state: "succeeded" });
-    expect(axon.logs).toContainEqual(expect.objectContaining({ msg: "tool failed", tool: "Breaker", network: "thread_probe", service: "axon" }));
+    // Log lines reach stdout in batches, a few milliseconds after they are written.
+    const failed = await until(() => axon.logs.find((line) => line.msg === "tool failed" && line.tool === "Breaker"), "the tool's failure logged");
+    expect(failed).toMatchObject({ network: "thread_probe", service: "axon" });
   });
 });

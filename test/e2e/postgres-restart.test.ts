@@ -143,7 +143,7 @@ describe("PostgreSQL restarted under load", () => {
     expect(replicas.every(alive)).toBe(true);
     // Logs label these failures by category, as metrics do (Agent V1 §7).
     for (const axon of replicas) {
-      expect(axon.logs.some((line) => line.code === "Unavailable" && line.category === "storage")).toBe(true);
+      await until(() => axon.logs.some((line) => line.code === "Unavailable" && line.category === "storage"), "a storage failure logged");
     }
   }, 90_000);
 

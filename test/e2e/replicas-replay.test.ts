@@ -126,7 +126,10 @@ describe("a replica killed between the upstream's receipt and the outcome's writ
       { operationId: ledger, action: "operation.succeeded", detail: { recovered_by: "replay" } },
       { operationId: plain, action: "operation.failed", detail: { code: "upstream_result_unknown" } },
     ]);
-    const reconciled = survivor.logs.filter((line) => line.msg === "reconciled an interrupted operation");
+    const reconciled = await until(() => {
+      const lines = survivor.logs.filter((line) => line.msg === "reconciled an interrupted operation");
+      return lines.length >= 2 && lines;
+    }, "both reconciliations logged");
     expect(reconciled.map((line) => [line.operation_id, line.reconciled]).sort()).toEqual([
       [ledger, "replay"],
       [plain, "unknown"],

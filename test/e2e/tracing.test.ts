@@ -49,7 +49,7 @@ describe("the trace of a chat", () => {
     twoProcesses = await chatUnderClientTrace();
   }, chatTimeoutMs);
 
-  it("is one trace under the client's traceparent: server span, agents, model calls and every kind of tool, across processes", () => {
+  it("is one trace under the client's traceparent: server span, agents, model calls and every kind of tool, across processes", async () => {
     const { receiver, caller, callerLlm, remote } = twoProcesses;
     const trace = receiver.trace(clientTraceId);
     // Nothing of the chat started a trace of its own.
@@ -113,7 +113,7 @@ describe("the trace of a chat", () => {
     expect([...receiver.contentTypes].sort()).toEqual(["application/json", "application/x-protobuf"]);
 
     // The access line of the call names the trace and its span.
-    const access = caller.logs.find((line) => line.msg === "request" && String(line.route).endsWith("/StreamingChat"));
+    const access = await until(() => caller.logs.find((line) => line.msg === "request" && String(line.route).endsWith("/StreamingChat")), "the access line");
     expect(access).toMatchObject({ trace_id: clientTraceId, span_id: server.spanId });
   });
 
