@@ -1,7 +1,5 @@
 import type { RegistryProblem } from "./problem.js";
-
-/** What LLM providers accept as a tool name; neuro-san advertises a network under such a name. */
-const SAFE_TOOL_NAME = /^[A-Za-z0-9_-]+$/;
+import { SAFE_TOOL_NAME, safeToolName } from "./tool-names.js";
 
 /** A served network that asks to be an MCP tool, as the manifest names it. */
 export interface McpCandidate {
@@ -17,11 +15,6 @@ export interface McpToolNaming {
   tools: Map<string, string>;
   /** A dropped network (an error, it stays served over the other APIs) or an unsafe `mcp_name` (a warning). */
   problems: RegistryProblem[];
-}
-
-/** neuro-san's derived tool name: `deep/math_guy` -> `deep__math_guy`, `Agent.1` -> `Agent_1`. */
-export function safeToolName(network: string): string {
-  return network.replaceAll("/", "__").replace(/[^A-Za-z0-9_-]/g, "_");
 }
 
 /**

@@ -3,6 +3,7 @@ import type { JsonObject, JsonValue } from "./hocon.js";
 import { networkNameProblem } from "./manifest.js";
 import { neuroSanKeyProblems } from "./neuro-san-keys.js";
 import { RegistryProblemsError, type RegistryProblem } from "./problem.js";
+import { SAFE_TOOL_NAME } from "./tool-names.js";
 import { DEFAULT_TOOLBOX } from "./toolbox/default-toolbox.js";
 import type { Toolbox, ToolboxTool } from "./toolbox/toolbox-info.js";
 import { isJsonObject } from "../json.js";
@@ -103,8 +104,6 @@ export interface AgentNetwork {
 
 export const DEFAULT_LIMITS: NetworkLimits = Object.freeze({ maxIterations: 20, maxExecutionSeconds: 120 });
 
-/** What LLM providers accept as a tool name; neuro-san warns about other agent names and so does Axon. */
-const LLM_TOOL_NAME = /^[A-Za-z0-9_-]+$/;
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
 
 export const DEFAULT_DISPLAY_AS: Record<NodeKind, string> = {
@@ -291,7 +290,7 @@ function readAgentSpec(spec: JsonObject, keyPath: string, isFirst: boolean, tool
     check.problem(`${keyPath}.name`, "must be a non-empty name, without control characters, not starting with /");
     return undefined;
   }
-  if (!LLM_TOOL_NAME.test(name)) {
+  if (!SAFE_TOOL_NAME.test(name)) {
     check.warning(`${keyPath}.name`, "has characters LLM tool names do not allow; LLMs see them replaced by _");
   }
 

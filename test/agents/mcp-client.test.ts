@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { connectivityOf } from "../../src/agents/connectivity.js";
 import { readMcpInfo } from "../../src/agents/mcp-client/mcp-info.js";
-import { llmToolName } from "../../src/agents/mcp-client/mcp-tools.js";
+import { safeToolName } from "../../src/agents/tool-names.js";
 import { buildNetwork, isMcpServerUrl } from "../../src/agents/network.js";
 import { RegistryProblemsError } from "../../src/agents/problem.js";
 
@@ -89,9 +89,9 @@ describe("MCP servers in an agent's tools", () => {
 
 describe("MCP tool names the LLM sees", () => {
   it("replace what providers refuse: / by __, anything else by _", () => {
-    expect(llmToolName("deep/math_guy")).toBe("deep__math_guy");
-    expect(llmToolName("files.read file")).toBe("files_read_file");
-    expect(llmToolName("add")).toBe("add");
+    expect(safeToolName("deep/math_guy")).toBe("deep__math_guy");
+    expect(safeToolName("files.read file")).toBe("files_read_file");
+    expect(safeToolName("add")).toBe("add");
   });
 });
 

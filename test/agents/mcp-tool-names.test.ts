@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { nameMcpTools, safeToolName, type McpCandidate } from "../../src/agents/mcp-tool-names.js";
+import { nameMcpTools, type McpCandidate } from "../../src/agents/mcp-tool-names.js";
+import { safeToolName } from "../../src/agents/tool-names.js";
 
 const manifestFile = "/registries/manifest.hocon";
 const candidate = (name: string, mcpName?: string): McpCandidate => ({ name, manifestFile, ...(mcpName === undefined ? {} : { mcpName }) });

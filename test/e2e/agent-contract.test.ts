@@ -1,5 +1,5 @@
 import { gzipSync } from "node:zlib";
-import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentOperationsService } from "../../src/gen/axon/agent/v1/agent_pb.js";
@@ -7,7 +7,7 @@ import { OperatorService } from "../../src/gen/axon/operator/v1/operator_pb.js";
 import { BadRequestSchema, ErrorInfoSchema } from "../../src/gen/google/rpc/error_details_pb.js";
 import { fixtureEnv } from "./expectations.js";
 import { envelope, envelopesOf } from "../support/envelopes.js";
-import { alice, bob, carol, httpOp, operationsApi, operator, roomyAdmission, startUpstream, writeFiles } from "../support/operations.js";
+import { alice, bearer, bob, carol, httpOp, operationsApi, operator, roomyAdmission, startUpstream, writeFiles } from "../support/operations.js";
 import { createPostgresDatabase, queryPostgres, type TestDatabase } from "../support/postgres-database.js";
 import { ScriptedChats } from "../support/scripted-chat.js";
 import { startTestServer, type TestServer } from "../support/server.js";
@@ -533,13 +533,6 @@ describe.each(["sqlite", "postgresql"] as const)("Agent V1 and Operator V1 to th
   });
 
   describe("over gRPC", () => {
-    const bearer =
-      (token: string): Interceptor =>
-      (next) =>
-      (request) => {
-        request.header.set("authorization", `Bearer ${token}`);
-        return next(request);
-      };
     const agentClient = () => createClient(AgentOperationsService, createGrpcTransport({ baseUrl: server.url, interceptors: [bearer(alice)] }));
     const operatorClient = () => createClient(OperatorService, createGrpcTransport({ baseUrl: server.url, interceptors: [bearer(operator)] }));
 

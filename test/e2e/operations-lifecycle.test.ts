@@ -1,7 +1,7 @@
 import { mkdtempSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ErrorInfoSchema } from "../../src/gen/google/rpc/error_details_pb.js";
@@ -10,6 +10,7 @@ import { OperatorService } from "../../src/gen/axon/operator/v1/operator_pb.js";
 import { startAxonProcess, type AxonProcess } from "../support/axon-process.js";
 import {
   alice,
+  bearer,
   bob,
   chatOp,
   httpOp,
@@ -24,11 +25,6 @@ import { ScriptedLlm } from "../support/scripted-llm/scripted-llm.js";
 import { startTestServer } from "../support/server.js";
 
 type Json = Record<string, any>;
-
-const bearerOf = (token: string): Interceptor => (next) => (request) => {
-  request.header.set("authorization", `Bearer ${token}`);
-  return next(request);
-};
 
 let llm: ScriptedLlm;
 let upstream: Awaited<ReturnType<typeof startUpstream>>;
@@ -211,7 +207,7 @@ describe.each(["sqlite", "postgresql"] as const)("operations lifecycle on %s", (
     const used = await api.post(alice, httpOp(`grant-use-${provider}`, "/g"));
     expect(used.body).toMatchObject({ state: "approved", approval_id: created.body.id });
     // The same grants over gRPC.
-    const grpc = createClient(AgentOperationsService, createGrpcTransport({ baseUrl: server.url, interceptors: [bearerOf(alice)] }));
+    const grpc = createClient(AgentOperationsService, createGrpcTransport({ baseUrl: server.url, interceptors: [bearer(alice)] }));
     expect((await grpc.getGrant({ id: created.body.id })).grant).toMatchObject({ status: "active", usedCount: 1, clientRequestId: ask.client_request_id });
     expect((await grpc.listGrants({})).grants.map((grant) => grant.id)).toContain(created.body.id);
     const viaGrpc = await grpc.createGrant({ clientRequestId: `grpc-grant-${provider}`, operation: "http.request", target: { credential: "upstream", path: "/h" }, reason: "over gRPC" });
@@ -231,8 +227,8 @@ describe.each(["sqlite", "postgresql"] as const)("operations lifecycle on %s", (
 
   it("gRPC: submit, approve and watch to terminal, with errors as google.rpc.Status", async () => {
     const { server } = await serve();
-    const agent = createClient(AgentOperationsService, createGrpcTransport({ baseUrl: server.url, interceptors: [bearerOf(alice)] }));
-    const operators = createClient(OperatorService, createGrpcTransport({ baseUrl: server.url, interceptors: [bearerOf(operator)] }));
+    const agent = createClient(AgentOperationsService, createGrpcTransport({ baseUrl: server.url, interceptors: [bearer(alice)] }));
+    const operators = createClient(OperatorService, createGrpcTransport({ baseUrl: server.url, interceptors: [bearer(operator)] }));
     const { operation } = await agent.submitOperation({
       idempotencyKey: `grpc-${provider}`,
       operation: "http.request",

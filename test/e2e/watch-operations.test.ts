@@ -1,8 +1,8 @@
-import { createClient, type Interceptor } from "@connectrpc/connect";
+import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentOperationsService, type Operation } from "../../src/gen/axon/agent/v1/agent_pb.js";
-import { alice, bob, httpOp, operationsApi, roomyAdmission, writeFiles } from "../support/operations.js";
+import { alice, bearer, bob, httpOp, operationsApi, roomyAdmission, writeFiles } from "../support/operations.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { until } from "../support/wait.js";
 
@@ -16,11 +16,7 @@ afterAll(async () => {
 });
 
 const asClient = (secret: string) => {
-  const bearer: Interceptor = (next) => (request) => {
-    request.header.set("authorization", `Bearer ${secret}`);
-    return next(request);
-  };
-  return createClient(AgentOperationsService, createConnectTransport({ baseUrl: server.url, httpVersion: "1.1", interceptors: [bearer] }));
+  return createClient(AgentOperationsService, createConnectTransport({ baseUrl: server.url, httpVersion: "1.1", interceptors: [bearer(secret)] }));
 };
 
 describe("WatchOperations", () => {

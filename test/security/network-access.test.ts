@@ -1,6 +1,6 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentService } from "../../src/gen/neuro_san/api/grpc/agent_pb.js";
 import { ConciergeService } from "../../src/gen/neuro_san/api/grpc/concierge_pb.js";
 import { fixtureEnv } from "../e2e/expectations.js";
-import { alice, bob, carol, operationsApi, roomyAdmission, writeFiles } from "../support/operations.js";
+import { alice, bearer, bob, carol, operationsApi, roomyAdmission, writeFiles } from "../support/operations.js";
 import { ScriptedChats } from "../support/scripted-chat.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
@@ -18,14 +18,6 @@ type Json = Record<string, any>;
 // The fixture serves greeter and relay (public) and backroom (private). carol is a client the file does not name.
 const access = { alice: ["greeter", "back*"], bob: ["relay"], anonymous: ["greeter"] };
 const policy = { rules: [{ id: "chat", effect: "allow", operations: ["agent.chat"] }] };
-
-const bearer =
-  (token: string): Interceptor =>
-  (next) =>
-  (request) => {
-    request.header.set("authorization", `Bearer ${token}`);
-    return next(request);
-  };
 
 function startServer(extraEnv: Record<string, string> = {}, logLines?: string[]): Promise<TestServer> {
   const files = writeFiles("http://127.0.0.1:9", roomyAdmission, policy);

@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
+import type { Interceptor } from "@connectrpc/connect";
 
 type Json = Record<string, any>;
 
@@ -12,6 +13,15 @@ export const bob = secret();
 export const carol = secret();
 export const operator = secret();
 export const upstreamToken = `tok_${randomBytes(24).toString("hex")}`;
+
+/** A Connect client interceptor presenting `token` as the call's bearer. */
+export const bearer =
+  (token: string): Interceptor =>
+  (next) =>
+  (request) => {
+    request.header.set("authorization", `Bearer ${token}`);
+    return next(request);
+  };
 
 /** Limits no test reaches unless it means to. */
 export const roomyAdmission = { requests_per_window: 10_000, client_active: 1000, client_pending: 1000, global_active: 10_000, global_executing: 1000 };

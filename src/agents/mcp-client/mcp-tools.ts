@@ -4,6 +4,7 @@ import { runReported, type Activation, type ToolCall } from "../activation.js";
 import type { ChatSession } from "../chat-session.js";
 import type { OfferedTool } from "../llm-agent.js";
 import type { AgentSpec } from "../network.js";
+import { safeToolName } from "../tool-names.js";
 import { resultText } from "./mcp-connections.js";
 
 /**
@@ -23,16 +24,16 @@ export async function offeredMcpTools(session: ChatSession, agent: AgentSpec, ur
   }
   const allowed = agent.mcpServers?.find((server) => server.url === url)?.allowedTools ?? session.mcp.infoOf(url)?.tools;
   if (allowed !== undefined) {
-    const known = new Set(tools.flatMap((tool) => [tool.name, llmToolName(tool.name)]));
+    const known = new Set(tools.flatMap((tool) => [tool.name, safeToolName(tool.name)]));
     const unknown = allowed.filter((name) => !known.has(name));
     if (unknown.length > 0) {
       session.services.logger.warn({ url, unknown, offered: tools.map((tool) => tool.name), agent: agent.name }, "MCP server lacks tools the network allows");
     }
   }
   return tools
-    .filter((tool) => allowed === undefined || allowed.includes(tool.name) || allowed.includes(llmToolName(tool.name)))
+    .filter((tool) => allowed === undefined || allowed.includes(tool.name) || allowed.includes(safeToolName(tool.name)))
     .map((tool) => {
-      const name = llmToolName(tool.name);
+      const name = safeToolName(tool.name);
       return {
         name,
         originName: name,
@@ -41,11 +42,6 @@ export async function offeredMcpTools(session: ChatSession, agent: AgentSpec, ur
         activation: new McpToolActivation(session, url, tool.name),
       };
     });
-}
-
-/** Providers refuse tool names outside `[A-Za-z0-9_-]`: `/` becomes `__`, anything else `_`, as neuro-san renames them. */
-export function llmToolName(name: string): string {
-  return name.replaceAll("/", "__").replace(/[^A-Za-z0-9_-]/g, "_");
 }
 
 /** One call of an MCP server's tool: the server is called by the tool's own name; its error result is a tool error. */

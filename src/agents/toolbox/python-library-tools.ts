@@ -1,10 +1,10 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { ChatSession } from "../chat-session.js";
 import type { OfferedTool } from "../llm-agent.js";
-import { llmToolName } from "../mcp-client/mcp-tools.js";
 import type { AgentSpec } from "../network.js";
 import { LibraryToolActivation, noProgress } from "./library-tool-activation.js";
 import { runsInPython } from "./library-tools.js";
+import { safeToolName } from "../tool-names.js";
 
 /** What runner.py answers to `describe`: a tool's (or each of a toolkit's tools') own name, description and schema. */
 interface DescribedLibraryTools {
@@ -40,7 +40,7 @@ export async function offeredPythonLibraryTools(session: ChatSession, spec: Agen
     return [{ name, originName: spec.name, description, parameters, activation: new LibraryToolActivation(session, spec) }];
   }
   return described.tools.map(({ name: own, description, parameters }) => {
-    const toolName = llmToolName(`${spec.name}_${own}`);
+    const toolName = safeToolName(`${spec.name}_${own}`);
     return { name: toolName, originName: toolName, description, parameters, activation: new LibraryToolActivation(session, spec, own) };
   });
 }
