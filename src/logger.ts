@@ -1,3 +1,4 @@
+import { appendFileSync, writeSync } from "node:fs";
 import { pino, type DestinationStream, type Logger } from "pino";
 import { traceFields } from "./telemetry/log-correlation.js";
 import { tracingRequested } from "./telemetry/settings.js";
@@ -34,16 +35,25 @@ export function batchedLines(dest: number | string): DestinationStream {
     lines = [];
     waiting = 0;
   };
-  // What is still waiting when the process exits goes to the file before pino's own exit hook, registered with the
-  // file just below, writes out what the file holds.
-  process.once("exit", flush);
+  // A process that exits (process.exit, or a throw) before a batch is due writes it synchronously, after what the file
+  // already holds: an asynchronous write would not finish. One that ends by itself waits for the batch's timer.
+  process.once("exit", () => {
+    if (lines.length === 0) return;
+    try {
+      file.flushSync();
+      if (typeof dest === "number") writeSync(dest, lines.join(""));
+      else appendFileSync(dest, lines.join(""));
+    } catch {
+      // Nowhere left to write.
+    }
+  });
   const file = pino.destination({ dest, sync: false });
   return {
     write(line: string) {
       lines.push(line);
       waiting += line.length;
       if (waiting >= 64 * 1024) flush();
-      else timer ??= setTimeout(flush, 10).unref();
+      else timer ??= setTimeout(flush, 10);
     },
   };
 }

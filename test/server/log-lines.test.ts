@@ -17,6 +17,15 @@ describe("log lines written in batches", () => {
     expect(readFileSync(file, "utf8").trim().split("\n").map((line) => JSON.parse(line).line)).toEqual([1, 2, 3]);
   });
 
+  it("are all written when the process ends by itself, its loop empty, before their batch is due", () => {
+    const script = `
+      const { createLogger } = await import(${JSON.stringify(loggerModule)});
+      const logger = createLogger("info");
+      for (let line = 1; line <= 3; line++) logger.info({ line }, "request");`;
+    const out = execFileSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { encoding: "utf8" });
+    expect(out.trim().split("\n").map((line) => JSON.parse(line).line)).toEqual([1, 2, 3]);
+  });
+
   it("are all written when the process exits before their batch is due", () => {
     const script = `
       const { createLogger } = await import(${JSON.stringify(loggerModule)});
