@@ -16,6 +16,30 @@ export function createLogger(level: string, destination: DestinationStream = (st
 
 let stdoutLines: DestinationStream | undefined;
 
+/** Writes the access line of one call that succeeded: its request id and how long it took. */
+export type SuccessLine = (requestId: string, ms: number) => void;
+
+/**
+ * The access line of a successful call on one route and protocol, exactly as
+ * `logger.info({ request_id, route, protocol, code: "OK", ms }, "request")` writes it, but filled into a template made
+ * once: it is the one line every call writes, and pino's general serializer took about 2 µs of it. A logger that mixes
+ * fields in (trace ids) writes it through pino.
+ */
+export function successLine(logger: Logger, route: string, protocol: string): SuccessLine {
+  const internals = logger as unknown as Record<symbol, unknown>;
+  if (internals[pino.symbols.mixinSym] !== undefined) {
+    return (requestId, ms) => logger.info({ request_id: requestId, route, protocol, code: "OK", ms }, "request");
+  }
+  const stream = internals[pino.symbols.streamSym] as DestinationStream;
+  const time = internals[pino.symbols.timeSym] as () => string;
+  const head = `{"level":${logger.levels.values.info}`;
+  const bindings = internals[pino.symbols.chindingsSym] as string;
+  const middle = `,"route":${JSON.stringify(route)},"protocol":${JSON.stringify(protocol)},"code":"OK","ms":`;
+  return (requestId, ms) => {
+    if (logger.isLevelEnabled("info")) stream.write(`${head}${time()}${bindings},"request_id":${JSON.stringify(requestId)}${middle}${ms},"msg":"request"}\n`);
+  };
+}
+
 /**
  * A file (standard output by default) written in batches: a line goes out at most 10 ms after it was logged (or at
  * once when 64 KiB are waiting), so under load the access lines of many calls cost one write. pino's default makes a

@@ -205,9 +205,10 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
     }
     if (rpc) return connectUnary(req, res, rpc) ?? serveOnConnectNode(req, res, rpc);
     if (path === mcpPath && config.mcpEnable) return void (await (await mcpHandler()).handle(req, res));
+    // No REST template names a transfer or a console path: REST, which most calls are, is asked first.
+    if (await rest.handle(req, res)) return;
     if (await transferRoutes.handle(req, res)) return;
     if (await webConsole.handle(req, res)) return;
-    if (await rest.handle(req, res)) return;
     // Connect clients read 404 as UNIMPLEMENTED too; it is what an HTTP client expects of a path that is not there.
     if (framing) return writeRefusal(req, res, framing, toConnectError(unknownRpc()), { connectHttpStatus: 404 });
     writeStatusError(res, toConnectError(notFound("ROUTE_NOT_FOUND", "no route for this path", { path })), { close: leavesUnreadBody(req) });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { restServices } from "../../src/server/descriptors.js";
-import { compileRestRoutes, findRoute } from "../../src/server/rest/http-rule.js";
+import { compileRestRoutes, findRoute, literalRoutes } from "../../src/server/rest/http-rule.js";
 import { libraryService } from "./library-service.js";
 
 const summary = (services = restServices) =>
@@ -28,6 +28,20 @@ describe("http rules", () => {
       "POST /api/operator/v1/requests/{id}/revoke body=* -> RevokeRequest",
       "POST /api/v1/{agent_name}/streaming_chat body=* -> StreamingChat",
     ]);
+  });
+
+  it("a plain path is looked up as sent, to the route findRoute picks; templates with variables, verbs or dot segments are not", () => {
+    const routes = compileRestRoutes([...restServices, libraryService()]);
+    const literal = literalRoutes(routes);
+    for (const [key, match] of literal) {
+      const [verb, path] = key.split(" ") as [string, string];
+      expect(match).toEqual(findRoute(routes, verb, path));
+    }
+    expect([...literal.keys()]).toEqual(expect.arrayContaining(["GET /api/v1/list", "GET /.well-known/unyolo-agent", "POST /api/agent/v1/operations"]));
+    expect([...literal.keys()].some((key) => key.includes("{") || key.includes(":"))).toBe(false);
+    // Only a path exactly as its template writes it hits; anything a URL parser would normalize goes to findRoute.
+    expect(literal.get("GET /api/v1/./list")).toBeUndefined();
+    expect(literal.get("GET /api/v1/list?x=1")).toBeUndefined();
   });
 
   it("additional bindings are routes of the same method, and methods without a rule have none", () => {

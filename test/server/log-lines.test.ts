@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { createLogger, batchedLines } from "../../src/logger.js";
+import { createLogger, batchedLines, successLine } from "../../src/logger.js";
 import { until } from "../support/wait.js";
 
 const loggerModule = path.resolve(import.meta.dirname, "../../src/logger.ts");
@@ -34,5 +34,26 @@ describe("log lines written in batches", () => {
       process.exit(0);`;
     const out = execFileSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { encoding: "utf8" });
     expect(out.trim().split("\n").map((line) => JSON.parse(line).line)).toEqual([1, 2, 3]);
+  });
+});
+
+describe("a successful call's access line", () => {
+  const fields = { request_id: 'id "quoted" \\ é', route: "/pkg.Service/Method", protocol: "rest", code: "OK", ms: 7 };
+
+  it("reads exactly as pino writes the same fields", () => {
+    const lines: string[] = [];
+    const logger = createLogger("info", { write: (line: string) => void lines.push(line) });
+    successLine(logger, fields.route, fields.protocol)(fields.request_id, fields.ms);
+    logger.info(fields, "request");
+    // The two lines may fall in different milliseconds.
+    const [ours, pinos] = lines.map((line) => line.replace(/"time":"[^"]*"/, '"time":""'));
+    expect(ours).toBe(pinos);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ ...fields, level: 30, service: "axon", msg: "request" });
+  });
+
+  it("is not written below the logger's level", () => {
+    const lines: string[] = [];
+    successLine(createLogger("warn", { write: (line: string) => void lines.push(line) }), fields.route, fields.protocol)(fields.request_id, 1);
+    expect(lines).toEqual([]);
   });
 });

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, createContextValues, type ConnectError, type ContextValues } from "@connectrpc/connect";
-import type { Logger } from "../../logger.js";
+import { successLine, type Logger, type SuccessLine } from "../../logger.js";
 import type { ServiceAuthenticator } from "../authenticate.js";
 import { certificateNamesOf } from "../client-certificate.js";
 import type { BodyTally, ClosingRequest, IntakeBudget } from "../intake-budget.js";
@@ -95,7 +95,12 @@ export class CallPipeline {
     let bound = byProtocol.get(protocol);
     if (bound === undefined) {
       const route = `/${method.parent.typeName}/${method.name}`;
-      bound = { route, metrics: this.options.metrics.forRoute(route, protocol), mapOptions: { contractCodes: isStrictService(method.parent) } };
+      bound = {
+        route,
+        metrics: this.options.metrics.forRoute(route, protocol),
+        mapOptions: { contractCodes: isStrictService(method.parent) },
+        succeeded: successLine(this.options.logger, route, protocol),
+      };
       byProtocol.set(protocol, bound);
     }
     return bound;
@@ -107,6 +112,8 @@ interface BoundRoute {
   readonly metrics: RouteMetrics;
   /** How its errors are mapped: a strict service's carry unYOLO's code words. */
   readonly mapOptions: MapOptions;
+  /** Writes a successful call's access line. */
+  readonly succeeded: SuccessLine;
 }
 
 /** One call between `begin` and `finish`. */
@@ -173,12 +180,7 @@ export class Call {
   }
 
   private log(error: unknown, mapped: ConnectError | undefined, ms: number): void {
-    if (mapped === undefined) {
-      if (this.logger.isLevelEnabled("info")) {
-        this.logger.info({ request_id: this.requestId, route: this.route.route, protocol: this.protocol, code: "OK", ms: Math.round(ms) }, "request");
-      }
-      return;
-    }
+    if (mapped === undefined) return this.route.succeeded(this.requestId, Math.round(ms));
     // Logs carry the error's category (Agent V1 §7), never its message or metadata.
     const fields = { request_id: this.requestId, route: this.route.route, protocol: this.protocol, code: Code[mapped.code], ms: Math.round(ms), category: errorInfoOf(mapped)?.metadata.category };
     if (isExpected(error)) this.logger.info(fields, "request");

@@ -44,6 +44,27 @@ export function readRestBindings(services: readonly DescService[]): RestRoute[] 
   return routes;
 }
 
+/**
+ * The routes whose template is a plain path, by `"VERB /path"`: a request for one (most calls: `GET /api/v1/list`)
+ * finds its match by one lookup of the path as sent, with no URL to parse and no templates to try. Most specific
+ * first, so the route kept for a verb and path is the one `findRoute` would pick.
+ */
+export function literalRoutes(routes: readonly RestRoute[]): ReadonlyMap<string, RouteMatch> {
+  const literal = new Map<string, RouteMatch>();
+  for (const route of routes) {
+    const key = `${route.httpMethod} ${route.template}`;
+    if (isLiteralPath(route.pathTemplate) && !literal.has(key)) literal.set(key, { kind: "found", route, variables: new Map() });
+  }
+  return literal;
+}
+
+// Unreserved characters and no dot segments: the path as sent is the pathname a URL parser would make of it.
+function isLiteralPath(template: PathTemplate): boolean {
+  return template.variables.length === 0 && template.verb === undefined && template.segments.every((segment) => segment.kind === "literal" && unreservedSegment.test(segment.value));
+}
+
+const unreservedSegment = /^(?!\.\.?$)[A-Za-z0-9._~-]+$/;
+
 /** The first route whose template fits the path and whose HTTP method is the request's. */
 export function findRoute(routes: readonly RestRoute[], httpMethod: string, urlPath: string): RouteMatch {
   const allowedMethods = new Set<string>();

@@ -1,4 +1,4 @@
-import { ScalarType, type DescField, type JsonObject, type JsonValue, type Message } from "@bufbuild/protobuf";
+import { create, ScalarType, type DescField, type JsonObject, type JsonValue, type Message } from "@bufbuild/protobuf";
 import { invalidArgument, type FieldViolation } from "../../errors.js";
 import { fieldKey } from "../../operations/providers/transcript-text.js";
 import { findField, resolveFieldPath } from "./field-path.js";
@@ -25,6 +25,8 @@ export interface RestRequestParts {
  */
 export function buildRequestMessage(route: RestRoute, parts: RestRequestParts): Message {
   const input = route.method.input;
+  // Nothing sent (`GET /api/v1/list`): the empty request, with no JSON to assemble and read.
+  if (parts.body === undefined && parts.variables.size === 0 && parts.query.size === 0) return create(input);
   const json = bodyJson(route, parts.body);
   const boundPaths = [...parts.variables.keys()].map((key) => key.split("."));
   const bodyField = route.body === "" || route.body === "*" ? undefined : findField(input, route.body);

@@ -9,7 +9,7 @@ import { DirectCall } from "../pipeline/direct-call.js";
 import { readRequestBody, type IncomingRequest } from "../request-body.js";
 import type { RpcMethods } from "../rpc-methods.js";
 import { statusJson } from "../status.js";
-import { compileRestRoutes, findRoute, type RestRoute } from "./http-rule.js";
+import { compileRestRoutes, findRoute, literalRoutes, type RestRoute, type RouteMatch } from "./http-rule.js";
 import { writeJsonBody, writeStatusError, type ResponseSink } from "./http-response.js";
 import { encodedOnce } from "../frozen-answers.js";
 import { JsonLinesWriter } from "./json-lines-writer.js";
@@ -46,13 +46,17 @@ export interface RestTranscoder {
  */
 export function createRestTranscoder(options: RestTranscoderOptions): RestTranscoder {
   const routes = compileRestRoutes(options.services);
+  const literal = literalRoutes(routes);
   const specs = new Map(routes.map((route) => [route.method, implementationOf(options.methods, route)]));
 
   async function handle(req: IncomingRequest, res: ResponseSink): Promise<boolean> {
-    const url = pathUrl(req.url ?? "/");
-    if (url === undefined) return false;
+    const target = req.url ?? "/";
     // HEAD is GET without the body (RFC 9110 §9.3.2): Node's responses drop the body of a HEAD request themselves.
-    const match = findRoute(routes, req.method === "HEAD" ? "GET" : (req.method ?? "GET"), url.pathname);
+    const verb = req.method === "HEAD" ? "GET" : (req.method ?? "GET");
+    // Most calls name a plain path with no query: one lookup, no URL to parse.
+    const plain = literal.get(`${verb} ${target}`);
+    const url = plain ? undefined : pathUrl(target);
+    const match = plain ?? (url === undefined ? noRoute : findRoute(routes, verb, url.pathname));
     if (match.kind === "none") return false;
     if (match.kind === "wrong-method") {
       // As grpc-gateway does: the path exists, the verb is not served, which gRPC calls UNIMPLEMENTED;
@@ -108,7 +112,7 @@ export function createRestTranscoder(options: RestTranscoderOptions): RestTransc
     try {
       const bytes = route.body === "" ? undefined : await readRequestBody(req, options.maxRequestBytes, { tally: call.bodyTally(req) });
       const body = bytes === undefined ? undefined : strict ? parseStrictBody(bytes) : parseJsonText(bytes);
-      const request = buildRequestMessage(route, { variables, query: url.searchParams, body, strict });
+      const request = buildRequestMessage(route, { variables, query: url?.searchParams ?? noQuery, body, strict });
       if (route.method.methodKind === "server_streaming") {
         writer = new JsonLinesWriter(res, clientGone.signal);
         await streamJsonLines(route, context, call, writer, request);
@@ -157,6 +161,9 @@ async function streamJsonLines(route: RestRoute, context: DirectCall, call: Call
   if (!context.isAnswered) start();
   if (context.succeed()) writer.end();
 }
+
+const noRoute: RouteMatch = { kind: "none" };
+const noQuery = new URLSearchParams();
 
 /**
  * The request target on the server's fixed origin, never on the client's Host; undefined for a target that is not a
