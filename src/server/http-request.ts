@@ -30,10 +30,12 @@ export function urlOf(path: string): string {
   return `${requestOrigin}${path}`;
 }
 
-/** "close" before the answer was ended means the client went away: the call is cancelled, like a reset gRPC stream. */
-export function onClientGone(res: { readonly writableEnded: boolean; once(event: "close", listener: () => void): unknown }, cancel: (reason: ConnectError) => void): void {
+/** "close" before "finish" means the client went away: the call is cancelled, like a reset gRPC stream. */
+export function onClientGone(res: { once(event: "close" | "finish", listener: () => void): unknown }, cancel: (reason: ConnectError) => void): void {
+  let finished = false;
+  res.once("finish", () => (finished = true));
   res.once("close", () => {
-    if (!res.writableEnded) cancel(new ConnectError("the client closed the connection", Code.Canceled));
+    if (!finished) cancel(new ConnectError("the client closed the connection", Code.Canceled));
   });
 }
 

@@ -54,7 +54,8 @@ function codecOf(req: IncomingRequest): ConnectCodec | undefined {
 async function serveConnectUnary(req: IncomingRequest, res: HttpResponse, target: ResolvedMethod, codec: ConnectCodec, options: ConnectUnaryOptions): Promise<void> {
   const { method } = target.spec;
   const header = (name: string): string | undefined => headerIn(req.headers, name);
-  const call = await options.pipeline.begin({ method, protocol: "connect", header, pathAgentName: target.pathAgentName, socket: req.socket });
+  const opened = options.pipeline.begin({ method, protocol: "connect", header, pathAgentName: target.pathAgentName, socket: req.socket });
+  const call = opened instanceof Promise ? await opened : opened;
   const strict = isStrictService(method.parent);
   const fixedHeaders = { "x-request-id": call.requestId, ...(strict ? strictResponseHeaders : {}) };
   const answerError = (status: ConnectError): void => {
@@ -86,7 +87,8 @@ async function serveConnectUnary(req: IncomingRequest, res: HttpResponse, target
   try {
     const bytes = await readRequestBody(req, options.maxRequestBytes, { allowGzip: true, tally: call.bodyTally(req) });
     const request = strict ? decodeStrict(method.input, codec, bytes) : decode(method.input, codec, bytes);
-    const response = await context.unary(request);
+    const answered = context.unary(request);
+    const response = answered instanceof Promise ? await answered : answered;
     let body: Uint8Array =
       codec === "proto"
         ? encodedOnce(response, toBinary, () => toBinary(method.output, response))

@@ -62,7 +62,8 @@ async function serveGrpcUnary(stream: http2.ServerHttp2Stream, headers: http2.In
   const header = (name: string): string | undefined => headerIn(headers, name);
   // A reset stream errors too; "close" (below) is where that ends the call.
   stream.on("error", () => {});
-  const call = await options.pipeline.begin({ method, protocol: "grpc", header, pathAgentName: target.pathAgentName, socket: stream.session?.socket });
+  const opened = options.pipeline.begin({ method, protocol: "grpc", header, pathAgentName: target.pathAgentName, socket: stream.session?.socket });
+  const call = opened instanceof Promise ? await opened : opened;
   const answerError = (status: ConnectError): void => {
     if (stream.destroyed) return;
     stream.respond({ ":status": 200, "content-type": contentType, "x-request-id": call.requestId, ...grpcStatusHeaders(status) }, { endStream: true });
@@ -122,7 +123,8 @@ async function serveGrpcUnary(stream: http2.ServerHttp2Stream, headers: http2.In
     } catch {
       throw requestUndecodable();
     }
-    const message = await context.unary(request);
+    const answered = context.unary(request);
+    const message = answered instanceof Promise ? await answered : answered;
     const response = encodedOnce(message, toBinary, () => toBinary(method.output, message));
     const gzipped = acceptsGzip(header("grpc-accept-encoding")) && response.byteLength >= compressMinBytes;
     const frame = gzipped ? frameMessage(await gzip(response), true) : encodedOnce(message, frameMessage, () => frameMessage(response, false));

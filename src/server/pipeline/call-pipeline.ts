@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, createContextValues, type ConnectError, type ContextValues } from "@connectrpc/connect";
 import { successLine, type Logger, type SuccessLine } from "../../logger.js";
+import type { Principal } from "../../auth/principals.js";
 import type { ServiceAuthenticator } from "../authenticate.js";
 import { certificateNamesOf } from "../client-certificate.js";
 import type { BodyTally, ClosingRequest, IntakeBudget } from "../intake-budget.js";
@@ -54,10 +55,10 @@ export class CallPipeline {
 
   /**
    * Opens a call from its headers alone, so that nothing of a refused call's body need ever be read. A refused call
-   * comes back finished (counted and logged) with its `refusal` to answer. Asynchronous because a bearer JWT's
-   * signature is checked by WebCrypto; a call without one waits for nothing.
+   * comes back finished (counted and logged) with its `refusal` to answer. The call comes back at once, unless a bearer
+   * JWT's signature must be checked first (WebCrypto): then a promise of it.
    */
-  async begin(start: CallStart): Promise<Call> {
+  begin(start: CallStart): Call | Promise<Call> {
     const values = start.values ?? createContextValues();
     values.set(protocolKey, start.protocol);
     if (start.pathAgentName !== undefined) values.set(pathAgentNameKey, start.pathAgentName);
@@ -78,12 +79,10 @@ export class CallPipeline {
         certificateNames: certificateNamesOf(start.socket),
         userId: start.header("user_id") ?? start.header("user-id"),
       });
-      const principal = found instanceof Promise ? await found : found;
-      if (principal) values.set(principalKey, principal);
+      return found instanceof Promise ? found.then((principal) => call.admit(principal), (error: unknown) => call.refuse(error)) : call.admit(found);
     } catch (error) {
-      call.refusal = call.finish(error);
+      return call.refuse(error);
     }
-    return call;
   }
 
   private bound(method: DescMethod, protocol: Protocol): BoundRoute {
@@ -135,6 +134,18 @@ export class Call {
     /** The call's server span, when tracing is on. */
     private readonly span: RpcSpan | undefined,
   ) {}
+
+  /** The caller is who the credentials name, or no one (an open service): the call goes on. */
+  admit(principal: Principal | undefined): this {
+    if (principal) this.values.set(principalKey, principal);
+    return this;
+  }
+
+  /** The credentials were refused: the call is finished, its refusal to be answered. */
+  refuse(error: unknown): this {
+    this.refusal = this.finish(error);
+    return this;
+  }
 
   /** Runs the implementation inside the call's span (as is when tracing is off). */
   run<T>(work: () => T): T {

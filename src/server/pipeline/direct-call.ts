@@ -92,10 +92,11 @@ export class DirectCall implements HandlerContext {
     return this.answered;
   }
 
-  /** Runs a unary implementation. */
-  async unary(request: Message): Promise<Message> {
+  /** Runs a unary implementation: its answer at once when it gives one at once (List), else a promise of it. */
+  unary(request: Message): Message | Promise<Message> {
     const { impl, method } = this.init.spec as Extract<MethodImplSpec, { kind: "unary" }>;
-    return normalize(method.output, await this.init.call.run(() => impl(request, this)));
+    const output = this.init.call.run(() => impl(request, this));
+    return output instanceof Promise ? output.then((value) => normalize(method.output, value)) : normalize(method.output, output);
   }
 
   /** Runs a server-streaming implementation; the stream ends with the abort reason once the call is aborted. */

@@ -69,10 +69,8 @@ export function createRestTranscoder(options: RestTranscoderOptions): RestTransc
     const { route, variables } = match;
     const strict = isStrictService(route.method.parent);
     const header = (name: string): string | undefined => headerIn(req.headers, name);
-    const call = await options.pipeline.begin({
-      ...{ method: route.method, protocol: "rest", header, socket: req.socket },
-      http: { method: req.method ?? "GET", route: route.pathTemplate.template },
-    });
+    const opened = options.pipeline.begin({ method: route.method, protocol: "rest", header, socket: req.socket, http: { method: req.method ?? "GET", route: route.pathTemplate.template } });
+    const call = opened instanceof Promise ? await opened : opened;
     res.setHeader("x-request-id", call.requestId);
     if (strict) for (const [name, value] of Object.entries(strictResponseHeaders)) res.setHeader(name, value);
     let writer: JsonLinesWriter | undefined;
@@ -117,7 +115,8 @@ export function createRestTranscoder(options: RestTranscoderOptions): RestTransc
         writer = new JsonLinesWriter(res, clientGone.signal);
         await streamJsonLines(route, context, call, writer, request);
       } else {
-        const response = await context.unary(request);
+        const answered = context.unary(request);
+        const response = answered instanceof Promise ? await answered : answered;
         const body = encodedOnce(response, route, () => Buffer.from(JSON.stringify(restResponseJson(route, response))));
         if (context.succeed()) writeJsonBody(res, call.values.get(httpStatusKey), body, context.sentHeaders.header);
       }
