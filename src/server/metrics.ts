@@ -29,8 +29,9 @@ class RouteCounters implements RouteMetrics {
     this.requests.set(code, (this.requests.get(code) ?? 0) + 1);
     this.count++;
     this.sum += seconds;
-    const bucket = latencyBuckets.findIndex((bound) => seconds <= bound);
-    if (bucket >= 0) this.buckets[bucket]!++;
+    let bucket = 0;
+    while (bucket < latencyBuckets.length && seconds > latencyBuckets[bucket]!) bucket++;
+    if (bucket < latencyBuckets.length) this.buckets[bucket]!++;
   }
 
   streamOpened(): void {

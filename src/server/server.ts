@@ -128,25 +128,34 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
     ));
   let openApi: string | undefined;
 
-  const plainRoutes: Record<string, (res: HttpResponse, req: HttpRequest) => void | Promise<void>> = {
-    "/healthz": (res) => writeJson(res, 200, { status: "ok" }),
-    "/livez": (res) => writeJson(res, 200, { status: "ok" }),
-    "/readyz": (res) => {
-      const reason = health.notReadyReason;
-      writeJson(res, reason === undefined ? 200 : 503, reason === undefined ? { status: "ready" } : { status: "not ready", reason });
-    },
-    "/metrics": async (res) => {
-      const body = await metrics.scrape();
-      res.writeHead(200, { "content-type": metrics.contentType });
-      res.end(body);
-    },
-    "/api/operator/v1/events": (res, req) => serveOperatorEvents(req, res, options.operations.broker, authenticator),
-    "/api/v1/docs": (res) => {
-      openApi ??= JSON.stringify(buildOpenApi(restServices, { title: "Axon", version: "1" }));
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(openApi);
-    },
-  };
+  const plainRoutes = new Map<string, (res: HttpResponse, req: HttpRequest) => void | Promise<void>>([
+    ["/healthz", (res) => writeJson(res, 200, { status: "ok" })],
+    ["/livez", (res) => writeJson(res, 200, { status: "ok" })],
+    [
+      "/readyz",
+      (res) => {
+        const reason = health.notReadyReason;
+        writeJson(res, reason === undefined ? 200 : 503, reason === undefined ? { status: "ready" } : { status: "not ready", reason });
+      },
+    ],
+    [
+      "/metrics",
+      async (res) => {
+        const body = await metrics.scrape();
+        res.writeHead(200, { "content-type": metrics.contentType });
+        res.end(body);
+      },
+    ],
+    ["/api/operator/v1/events", (res, req) => serveOperatorEvents(req, res, options.operations.broker, authenticator)],
+    [
+      "/api/v1/docs",
+      (res) => {
+        openApi ??= JSON.stringify(buildOpenApi(restServices, { title: "Axon", version: "1" }));
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(openApi);
+      },
+    ],
+  ]);
 
   /** An RPC the fast paths leave (streams, gRPC-Web, the JSON codec, brotli, Connect GET) goes through connect-node. */
   async function serveOnConnectNode(req: HttpRequest, res: HttpResponse, rpc: ResolvedMethod): Promise<void> {
@@ -188,28 +197,31 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
       res.setHeader("access-control-allow-headers", config.allowCorsHeaders);
       if (req.method === "OPTIONS") return void res.writeHead(204).end();
     }
-    const plain = req.method === "GET" || req.method === "HEAD" ? plainRoutes[path] : undefined;
+    const plain = req.method === "GET" || req.method === "HEAD" ? plainRoutes.get(path) : undefined;
     if (plain) return plain(res, req);
 
     const rpc = methods.resolve(path);
-    const framing = rpcFramingOf(req, path);
-    const encoding = framing && unsupportedEncoding(req, framing);
-    if (rpc && framing && encoding !== undefined) {
-      // gRPC (doc/compression.md) and Connect alike: UNIMPLEMENTED, and the answer says which encodings are read.
-      const call = await pipeline.begin({
-        ...{ method: rpc.spec.method, protocol: protocolOf(req.headers["content-type"]), pathAgentName: rpc.pathAgentName },
-        ...{ header: (name: string) => headerIn(req.headers, name), socket: req.socket },
-      });
-      const error = call.refusal ?? call.finish(unsupportedEncodingError(encoding))!;
-      return writeRefusal(req, res, framing, error, { requestId: call.requestId, acceptEncoding: true });
+    if (rpc) {
+      const framing = rpcFramingOf(req, path);
+      const encoding = framing && unsupportedEncoding(req, framing);
+      if (framing && encoding !== undefined) {
+        // gRPC (doc/compression.md) and Connect alike: UNIMPLEMENTED, and the answer says which encodings are read.
+        const call = await pipeline.begin({
+          ...{ method: rpc.spec.method, protocol: protocolOf(req.headers["content-type"]), pathAgentName: rpc.pathAgentName },
+          ...{ header: (name: string) => headerIn(req.headers, name), socket: req.socket },
+        });
+        const error = call.refusal ?? call.finish(unsupportedEncodingError(encoding))!;
+        return writeRefusal(req, res, framing, error, { requestId: call.requestId, acceptEncoding: true });
+      }
+      return connectUnary(req, res, rpc) ?? serveOnConnectNode(req, res, rpc);
     }
-    if (rpc) return connectUnary(req, res, rpc) ?? serveOnConnectNode(req, res, rpc);
     if (path === mcpPath && config.mcpEnable) return void (await (await mcpHandler()).handle(req, res));
     // No REST template names a transfer or a console path: REST, which most calls are, is asked first.
     if (await rest.handle(req, res)) return;
     if (await transferRoutes.handle(req, res)) return;
     if (await webConsole.handle(req, res)) return;
     // Connect clients read 404 as UNIMPLEMENTED too; it is what an HTTP client expects of a path that is not there.
+    const framing = rpcFramingOf(req, path);
     if (framing) return writeRefusal(req, res, framing, toConnectError(unknownRpc()), { connectHttpStatus: 404 });
     writeStatusError(res, toConnectError(notFound("ROUTE_NOT_FOUND", "no route for this path", { path })), { close: leavesUnreadBody(req) });
   }

@@ -1,4 +1,5 @@
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
+import { once } from "node:events";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -34,6 +35,28 @@ describe("log lines written in batches", () => {
       process.exit(0);`;
     const out = execFileSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { encoding: "utf8" });
     expect(out.trim().split("\n").map((line) => JSON.parse(line).line)).toEqual([1, 2, 3]);
+  });
+
+  it("wait for a reader that falls behind, and reach it whole and in order", async () => {
+    // A pipe holds 64 KiB: batches larger than that come back written in part while nobody reads.
+    const script = `
+      const { createLogger } = await import(${JSON.stringify(loggerModule)});
+      const logger = createLogger("info");
+      const padding = "x".repeat(200);
+      for (let line = 1; line <= 10000; line++) {
+        logger.info({ line, padding }, "request");
+        if (line % 1000 === 0) await new Promise((resolve) => setImmediate(resolve));
+      }`;
+    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "inherit"] });
+    child.stdout.pause();
+    // Nothing is read until the child has filled the pipe and has lines left.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const chunks: Buffer[] = [];
+    child.stdout.on("data", (chunk: Buffer) => chunks.push(chunk)).resume();
+    const [code] = (await once(child, "close")) as [number];
+    expect(code).toBe(0);
+    const lines = Buffer.concat(chunks).toString("utf8").trim().split("\n");
+    expect(lines.map((line) => JSON.parse(line).line)).toEqual(Array.from({ length: 10000 }, (_, index) => index + 1));
   });
 });
 

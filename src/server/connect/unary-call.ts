@@ -83,17 +83,19 @@ async function serveConnectUnary(req: IncomingRequest, res: HttpResponse, target
     shutdownSignal: options.shutdownSignal,
     answerError,
   });
-  onClientGone(res, (reason) => context.abort(reason));
   try {
+    // A client that leaves while its body is read fails the read (CANCELED).
     const bytes = await readRequestBody(req, options.maxRequestBytes, { allowGzip: true, tally: call.bodyTally(req) });
     const request = strict ? decodeStrict(method.input, codec, bytes) : decode(method.input, codec, bytes);
     const answered = context.unary(request);
+    // A client can only leave while its answer is awaited: one given at once (List) needs no watching.
+    if (answered instanceof Promise) onClientGone(res, (reason) => context.abort(reason));
     const response = answered instanceof Promise ? await answered : answered;
     let body: Uint8Array =
       codec === "proto"
         ? encodedOnce(response, toBinary, () => toBinary(method.output, response))
         : encodedOnce(response, responseJson, () => Buffer.from(JSON.stringify(responseJson(method, response))));
-    const gzipped = acceptsGzip(header("accept-encoding")) && body.byteLength >= compressMinBytes;
+    const gzipped = body.byteLength >= compressMinBytes && acceptsGzip(header("accept-encoding"));
     if (gzipped) body = await gzip(body);
     if (!context.succeed()) return;
     const { header: sentHeader, trailer } = context.sentHeaders;

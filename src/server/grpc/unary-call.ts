@@ -61,7 +61,7 @@ async function serveGrpcUnary(stream: http2.ServerHttp2Stream, headers: http2.In
   const { method } = target.spec;
   const header = (name: string): string | undefined => headerIn(headers, name);
   // A reset stream errors too; "close" (below) is where that ends the call.
-  stream.on("error", () => {});
+  stream.on("error", ignore);
   const opened = options.pipeline.begin({ method, protocol: "grpc", header, pathAgentName: target.pathAgentName, socket: stream.session?.socket });
   const call = opened instanceof Promise ? await opened : opened;
   const answerError = (status: ConnectError): void => {
@@ -126,7 +126,7 @@ async function serveGrpcUnary(stream: http2.ServerHttp2Stream, headers: http2.In
     const answered = context.unary(request);
     const message = answered instanceof Promise ? await answered : answered;
     const response = encodedOnce(message, toBinary, () => toBinary(method.output, message));
-    const gzipped = acceptsGzip(header("grpc-accept-encoding")) && response.byteLength >= compressMinBytes;
+    const gzipped = response.byteLength >= compressMinBytes && acceptsGzip(header("grpc-accept-encoding"));
     const frame = gzipped ? frameMessage(await gzip(response), true) : encodedOnce(message, frameMessage, () => frameMessage(response, false));
     if (!context.succeed() || stream.destroyed) return;
     const { header: sentHeader, trailer } = context.sentHeaders;
@@ -138,3 +138,5 @@ async function serveGrpcUnary(stream: http2.ServerHttp2Stream, headers: http2.In
     stream.end(frame);
   }
 }
+
+function ignore(): void {}

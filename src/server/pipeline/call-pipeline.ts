@@ -67,7 +67,7 @@ export class CallPipeline {
       const value = start.header(name) ?? start.header(alternative);
       if (value) metadata[name] = value;
     }
-    const requestId = metadata.request_id ?? start.header("x-request-id") ?? randomUUID();
+    const requestId = metadata.request_id ?? start.header("x-request-id") ?? newRequestId();
     metadata.request_id = requestId;
     values.set(requestIdKey, requestId);
     values.set(requestMetadataKey, metadata);
@@ -104,6 +104,16 @@ export class CallPipeline {
     }
     return bound;
   }
+}
+
+/*
+ * Request ids in the form of a random UUID: random per process, then counted (formatting a random UUID for every call
+ * took about 1 µs). Unique, not secret: they tie log lines and traces together; knowing one grants nothing.
+ */
+const requestIdPrefix = randomUUID().slice(0, 24);
+let requestCount = 0;
+function newRequestId(): string {
+  return requestIdPrefix + (requestCount++).toString(16).padStart(12, "0");
 }
 
 interface BoundRoute {

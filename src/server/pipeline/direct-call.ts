@@ -41,6 +41,8 @@ export class DirectCall implements HandlerContext {
   private requestHeaders: Headers | undefined;
   private responseHeaders: Headers | undefined;
   private responseTrailers: Headers | undefined;
+  /** Listens to the shutdown signal once the implementation has asked for its own signal. */
+  private shutdownListener: (() => void) | undefined;
 
   constructor(private readonly init: DirectCallInit) {
     this.method = init.spec.method;
@@ -59,7 +61,7 @@ export class DirectCall implements HandlerContext {
       this.controller = new AbortController();
       if (this.reason !== undefined) this.controller.abort(this.reason);
       else if (this.init.shutdownSignal.aborted) this.onShutdown();
-      else if (!this.ended) this.init.shutdownSignal.addEventListener("abort", this.onShutdown);
+      else if (!this.ended) this.init.shutdownSignal.addEventListener("abort", (this.shutdownListener = () => this.onShutdown()));
     }
     return this.controller.signal;
   }
@@ -68,7 +70,9 @@ export class DirectCall implements HandlerContext {
     return urlOf(this.init.path);
   }
 
-  timeoutMs = (): number | undefined => (this.deadline === undefined ? undefined : this.deadline - performance.now());
+  timeoutMs(): number | undefined {
+    return this.deadline === undefined ? undefined : this.deadline - performance.now();
+  }
 
   get requestHeader(): Headers {
     return (this.requestHeaders ??= toHeaders(this.init.headers));
@@ -135,17 +139,17 @@ export class DirectCall implements HandlerContext {
     this.fail(reason);
   }
 
-  private readonly onShutdown = (): void => {
+  private onShutdown(): void {
     const reason: unknown = this.init.shutdownSignal.reason;
     this.abort(reason instanceof ConnectError ? reason : new ConnectError("server shutting down", Code.Unavailable));
-  };
+  }
 
   // No timer or listener outlives the call's outcome.
   private end(): void {
     if (this.ended) return;
     this.ended = true;
     clearTimeout(this.deadlineTimer);
-    this.init.shutdownSignal.removeEventListener("abort", this.onShutdown);
+    if (this.shutdownListener !== undefined) this.init.shutdownSignal.removeEventListener("abort", this.shutdownListener);
   }
 }
 

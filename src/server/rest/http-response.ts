@@ -27,13 +27,16 @@ export interface ResponseSink {
   off(event: "close" | "drain" | "finish", listener: () => void): unknown;
 }
 
-export function writeJson(res: ResponseSink, status: number, json: JsonValue, headers?: Headers): void {
-  writeJsonBody(res, status, Buffer.from(JSON.stringify(json)), headers);
+export function writeJson(res: ResponseSink, status: number, json: JsonValue, headers?: Headers, own?: Record<string, string>): void {
+  writeJsonBody(res, status, Buffer.from(JSON.stringify(json)), headers, own);
 }
 
-/** JSON already encoded. */
-export function writeJsonBody(res: ResponseSink, status: number, body: Buffer, headers?: Headers): void {
-  const head = visibleHeaders({ "content-type": "application/json", "content-length": String(body.byteLength) }, headers);
+/**
+ * JSON already encoded. `headers` are the service's (filtered), `own` the server's for this call (its request id):
+ * both go into the one writeHead, with nothing set on the response before it.
+ */
+export function writeJsonBody(res: ResponseSink, status: number, body: Buffer, headers?: Headers, own?: Record<string, string>): void {
+  const head = visibleHeaders({ "content-type": "application/json", "content-length": String(body.byteLength), ...own }, headers);
   res.writeHead(status, head);
   res.end(body);
 }
@@ -42,9 +45,9 @@ export function writeJsonBody(res: ResponseSink, status: number, body: Buffer, h
  * A plain HTTP error: google.rpc.Status JSON with the mapped HTTP status. `close` ends an HTTP/1.1 connection whose
  * request body was left unread.
  */
-export function writeStatusError(res: ResponseSink, error: ConnectError, options: { status?: number; headers?: Headers; close?: boolean } = {}): void {
+export function writeStatusError(res: ResponseSink, error: ConnectError, options: { status?: number; headers?: Headers; own?: Record<string, string>; close?: boolean } = {}): void {
   if (options.close) res.setHeader("connection", "close");
-  writeJson(res, options.status ?? restHttpStatusOf(error), statusJson(error), options.headers);
+  writeJson(res, options.status ?? restHttpStatusOf(error), statusJson(error), options.headers, options.own);
 }
 
 /** The standard code mapping, except an oversized body, which HTTP clients know as 413. */

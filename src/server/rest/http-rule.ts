@@ -45,15 +45,17 @@ export function readRestBindings(services: readonly DescService[]): RestRoute[] 
 }
 
 /**
- * The routes whose template is a plain path, by `"VERB /path"`: a request for one (most calls: `GET /api/v1/list`)
- * finds its match by one lookup of the path as sent, with no URL to parse and no templates to try. Most specific
+ * The routes whose template is a plain path, by verb and path: a request for one (most calls: `GET /api/v1/list`)
+ * finds its match by looking up the path as sent, with no URL to parse and no templates to try. Most specific
  * first, so the route kept for a verb and path is the one `findRoute` would pick.
  */
-export function literalRoutes(routes: readonly RestRoute[]): ReadonlyMap<string, RouteMatch> {
-  const literal = new Map<string, RouteMatch>();
+export function literalRoutes(routes: readonly RestRoute[]): ReadonlyMap<string, ReadonlyMap<string, RouteMatch>> {
+  const literal = new Map<string, Map<string, RouteMatch>>();
   for (const route of routes) {
-    const key = `${route.httpMethod} ${route.template}`;
-    if (isLiteralPath(route.pathTemplate) && !literal.has(key)) literal.set(key, { kind: "found", route, variables: new Map() });
+    if (!isLiteralPath(route.pathTemplate)) continue;
+    let paths = literal.get(route.httpMethod);
+    if (paths === undefined) literal.set(route.httpMethod, (paths = new Map()));
+    if (!paths.has(route.template)) paths.set(route.template, { kind: "found", route, variables: new Map() });
   }
   return literal;
 }

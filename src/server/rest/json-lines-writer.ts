@@ -14,6 +14,8 @@ export class JsonLinesWriter {
     private readonly res: ResponseSink,
     /** Aborts when the client has gone: nothing more is written. */
     private readonly signal: AbortSignal,
+    /** The server's headers for this call (its request id). */
+    private readonly own: Record<string, string>,
   ) {}
 
   get started(): boolean {
@@ -24,6 +26,7 @@ export class JsonLinesWriter {
   start(headers?: Headers): void {
     if (this.#started || this.signal.aborted || this.res.headersSent) return;
     this.#started = true;
+    for (const [name, value] of Object.entries(this.own)) this.res.setHeader(name, value);
     if (headers !== undefined) setHeaders(this.res, headers);
     this.res.setHeader("content-type", jsonLinesContentType);
     this.res.setHeader("cache-control", "no-cache");

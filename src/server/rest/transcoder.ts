@@ -54,7 +54,7 @@ export function createRestTranscoder(options: RestTranscoderOptions): RestTransc
     // HEAD is GET without the body (RFC 9110 §9.3.2): Node's responses drop the body of a HEAD request themselves.
     const verb = req.method === "HEAD" ? "GET" : (req.method ?? "GET");
     // Most calls name a plain path with no query: one lookup, no URL to parse.
-    const plain = literal.get(`${verb} ${target}`);
+    const plain = literal.get(verb)?.get(target);
     const url = plain ? undefined : pathUrl(target);
     const match = plain ?? (url === undefined ? noRoute : findRoute(routes, verb, url.pathname));
     if (match.kind === "none") return false;
@@ -71,15 +71,14 @@ export function createRestTranscoder(options: RestTranscoderOptions): RestTransc
     const header = (name: string): string | undefined => headerIn(req.headers, name);
     const opened = options.pipeline.begin({ method: route.method, protocol: "rest", header, socket: req.socket, http: { method: req.method ?? "GET", route: route.pathTemplate.template } });
     const call = opened instanceof Promise ? await opened : opened;
-    res.setHeader("x-request-id", call.requestId);
-    if (strict) for (const [name, value] of Object.entries(strictResponseHeaders)) res.setHeader(name, value);
+    const own = strict ? { "x-request-id": call.requestId, ...strictResponseHeaders } : { "x-request-id": call.requestId };
     let writer: JsonLinesWriter | undefined;
     const answerError = (status: ConnectError): void => {
       if (writer?.started) {
         // After the 200 went out, the error is one more line (neuro-san's convention), then the end.
         void writer.writeLine(statusJson(status)).then(() => writer!.end());
       } else if (!res.headersSent && !res.writableEnded) {
-        writeStatusError(res, status, { headers: status.metadata, close: leavesUnreadBody(req) });
+        writeStatusError(res, status, { headers: status.metadata, own, close: leavesUnreadBody(req) });
       }
     };
     let timeoutMs: number | undefined;
@@ -102,23 +101,26 @@ export function createRestTranscoder(options: RestTranscoderOptions): RestTransc
       shutdownSignal: options.shutdownSignal,
       answerError,
     });
-    const clientGone = new AbortController();
-    onClientGone(res, (reason) => {
-      clientGone.abort(reason);
-      context.abort(reason);
-    });
     try {
+      // A client that leaves while its body is read fails the read (CANCELED).
       const bytes = route.body === "" ? undefined : await readRequestBody(req, options.maxRequestBytes, { tally: call.bodyTally(req) });
       const body = bytes === undefined ? undefined : strict ? parseStrictBody(bytes) : parseJsonText(bytes);
       const request = buildRequestMessage(route, { variables, query: url?.searchParams ?? noQuery, body, strict });
       if (route.method.methodKind === "server_streaming") {
-        writer = new JsonLinesWriter(res, clientGone.signal);
+        const clientGone = new AbortController();
+        onClientGone(res, (reason) => {
+          clientGone.abort(reason);
+          context.abort(reason);
+        });
+        writer = new JsonLinesWriter(res, clientGone.signal, own);
         await streamJsonLines(route, context, call, writer, request);
       } else {
         const answered = context.unary(request);
+        // A client can only leave while its answer is awaited: one given at once (List) needs no watching.
+        if (answered instanceof Promise) onClientGone(res, (reason) => context.abort(reason));
         const response = answered instanceof Promise ? await answered : answered;
         const body = encodedOnce(response, route, () => Buffer.from(JSON.stringify(restResponseJson(route, response))));
-        if (context.succeed()) writeJsonBody(res, call.values.get(httpStatusKey), body, context.sentHeaders.header);
+        if (context.succeed()) writeJsonBody(res, call.values.get(httpStatusKey), body, context.sentHeaders.header, own);
       }
     } catch (error) {
       context.fail(error);
