@@ -40,8 +40,9 @@ export class UnaryMessageReader {
   /**
    * The message, once the request has ended: exactly one, complete, decompressed. No message or a second one is
    * UNIMPLEMENTED and a compressed one without an encoding INTERNAL, as connect-es and gRPC's own servers answer.
+   * A promise only for a message that must be inflated.
    */
-  async message(): Promise<Uint8Array> {
+  message(): Uint8Array | Promise<Uint8Array> {
     const bytes = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
     if (bytes.byteLength === 0) throw new ConnectError("a unary request carries exactly one message: it has none", Code.Unimplemented);
     if (bytes.byteLength < prefixBytes) throw requestUndecodable("the message is shorter than its declared length");

@@ -1,5 +1,5 @@
 import http2 from "node:http2";
-import { fromBinary, toBinary, type DescMethod } from "@bufbuild/protobuf";
+import { fromBinary, toBinary, type DescMethod, type Message } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { acceptsGzip, compressMinBytes, gzip } from "../compression.js";
 import { parseGrpcTimeout } from "../deadlines.js";
@@ -107,7 +107,14 @@ async function serveGrpcUnary(stream: http2.ServerHttp2Stream, headers: http2.In
   stream.once("end", () => {
     tally?.release();
     const run = (): void => {
-      if (!context.isAnswered && !stream.destroyed) answer().catch((error: unknown) => context.fail(error));
+      if (context.isAnswered || stream.destroyed) return;
+      try {
+        const bytes = reader.message();
+        const answering = bytes instanceof Promise ? bytes.then(answer) : answer(bytes);
+        if (answering instanceof Promise) answering.catch((error: unknown) => context.fail(error));
+      } catch (error) {
+        context.fail(error);
+      }
     };
     // A reset stream ends its readable side too, before "close" tells it was reset: a turn of the loop later the reset is
     // known, and a request the client cancelled before END_STREAM never changes anything.
@@ -115,8 +122,9 @@ async function serveGrpcUnary(stream: http2.ServerHttp2Stream, headers: http2.In
     else setImmediate(run);
   });
 
-  async function answer(): Promise<void> {
-    const bytes = await reader.message();
+  // The answer goes out at once when nothing must be waited for (List: a plain request, an answer given at once, too
+  // small to gzip); a promise only where something must.
+  function answer(bytes: Uint8Array): void | Promise<void> {
     let request;
     try {
       request = fromBinary(method.input, bytes);
@@ -124,10 +132,18 @@ async function serveGrpcUnary(stream: http2.ServerHttp2Stream, headers: http2.In
       throw requestUndecodable();
     }
     const answered = context.unary(request);
-    const message = answered instanceof Promise ? await answered : answered;
+    return answered instanceof Promise ? answered.then(encode) : encode(answered);
+  }
+
+  function encode(message: Message): void | Promise<void> {
     const response = encodedOnce(message, toBinary, () => toBinary(method.output, message));
-    const gzipped = response.byteLength >= compressMinBytes && acceptsGzip(header("grpc-accept-encoding"));
-    const frame = gzipped ? frameMessage(await gzip(response), true) : encodedOnce(message, frameMessage, () => frameMessage(response, false));
+    if (response.byteLength >= compressMinBytes && acceptsGzip(header("grpc-accept-encoding"))) {
+      return gzip(response).then((gzipped) => send(frameMessage(gzipped, true), true));
+    }
+    send(encodedOnce(message, frameMessage, () => frameMessage(response, false)), false);
+  }
+
+  function send(frame: Uint8Array, gzipped: boolean): void {
     if (!context.succeed() || stream.destroyed) return;
     const { header: sentHeader, trailer } = context.sentHeaders;
     const head: http2.OutgoingHttpHeaders = visibleHeaders({ "content-type": contentType, "x-request-id": call.requestId }, sentHeader);
