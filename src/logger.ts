@@ -1,4 +1,4 @@
-import { openSync, write, writeSync } from "node:fs";
+import { appendFileSync, writeSync } from "node:fs";
 import { pino, type DestinationStream, type Logger } from "pino";
 import { traceFields } from "./telemetry/log-correlation.js";
 import { tracingRequested } from "./telemetry/settings.js";
@@ -44,46 +44,34 @@ export function successLine(logger: Logger, route: string, protocol: string): Su
  * A file (standard output by default) written in batches: a line goes out at most 10 ms after it was logged (or at
  * once when 64 KiB are waiting), so under load the access lines of many calls cost one write. pino's default makes a
  * write of each line as it comes, through libuv's thread pool: about 25 µs of CPU a write (`/dev/null`, this
- * machine), a cost a server with one line a call pays on every call. A batch is encoded once and handed to the file in
- * one write (sonic-boom, pino's writer, cut it in 16 KiB writes and encoded each twice: 1.5 µs a line). One write is
- * in flight at a time, so lines keep their order; a reader that falls behind (a full pipe) is waited for without
- * holding the server up.
+ * machine), a cost a server with one line a call pays on every call. A reader that falls behind is waited for without
+ * holding the server up (sonic-boom retries a full pipe later).
  */
 export function batchedLines(dest: number | string): DestinationStream {
-  const fd = typeof dest === "number" ? dest : openSync(dest, "a");
   let lines: string[] = [];
   let waiting = 0;
   let timer: NodeJS.Timeout | undefined;
-  // What the file has been given and has not taken yet.
-  let writing: Buffer | undefined;
   const flush = (): void => {
     clearTimeout(timer);
     timer = undefined;
-    // A write in flight flushes what came meanwhile when it ends.
-    if (writing !== undefined || lines.length === 0) return;
-    writing = Buffer.from(lines.join(""));
+    if (lines.length === 0) return;
+    file.write(lines.join(""));
     lines = [];
     waiting = 0;
-    writeBatch();
   };
-  const writeBatch = (): void => {
-    write(fd, writing!, (error, written) => {
-      if (error?.code === "EAGAIN") return void setTimeout(writeBatch, 10);
-      // A failed write drops its batch: nowhere left to write it.
-      writing = error !== null || written === writing!.byteLength ? undefined : writing!.subarray(written);
-      if (writing !== undefined) writeBatch();
-      else flush();
-    });
-  };
-  // A process that exits (process.exit, or a throw) before a batch is due writes it synchronously: an asynchronous
-  // write would not finish. One that ends by itself waits for the batch's timer.
+  // A process that exits (process.exit, or a throw) before a batch is due writes it synchronously, after what the file
+  // already holds: an asynchronous write would not finish. One that ends by itself waits for the batch's timer.
   process.once("exit", () => {
+    if (lines.length === 0) return;
     try {
-      if (lines.length > 0) writeSync(fd, lines.join(""));
+      file.flushSync();
+      if (typeof dest === "number") writeSync(dest, lines.join(""));
+      else appendFileSync(dest, lines.join(""));
     } catch {
       // Nowhere left to write.
     }
   });
+  const file = pino.destination({ dest, sync: false });
   return {
     write(line: string) {
       lines.push(line);
