@@ -128,34 +128,25 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
     ));
   let openApi: string | undefined;
 
-  const plainRoutes = new Map<string, (res: HttpResponse, req: HttpRequest) => void | Promise<void>>([
-    ["/healthz", (res) => writeJson(res, 200, { status: "ok" })],
-    ["/livez", (res) => writeJson(res, 200, { status: "ok" })],
-    [
-      "/readyz",
-      (res) => {
-        const reason = health.notReadyReason;
-        writeJson(res, reason === undefined ? 200 : 503, reason === undefined ? { status: "ready" } : { status: "not ready", reason });
-      },
-    ],
-    [
-      "/metrics",
-      async (res) => {
-        const body = await metrics.scrape();
-        res.writeHead(200, { "content-type": metrics.contentType });
-        res.end(body);
-      },
-    ],
-    ["/api/operator/v1/events", (res, req) => serveOperatorEvents(req, res, options.operations.broker, authenticator)],
-    [
-      "/api/v1/docs",
-      (res) => {
-        openApi ??= JSON.stringify(buildOpenApi(restServices, { title: "Axon", version: "1" }));
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(openApi);
-      },
-    ],
-  ]);
+  const plainRoutes: Record<string, (res: HttpResponse, req: HttpRequest) => void | Promise<void>> = {
+    "/healthz": (res) => writeJson(res, 200, { status: "ok" }),
+    "/livez": (res) => writeJson(res, 200, { status: "ok" }),
+    "/readyz": (res) => {
+      const reason = health.notReadyReason;
+      writeJson(res, reason === undefined ? 200 : 503, reason === undefined ? { status: "ready" } : { status: "not ready", reason });
+    },
+    "/metrics": async (res) => {
+      const body = await metrics.scrape();
+      res.writeHead(200, { "content-type": metrics.contentType });
+      res.end(body);
+    },
+    "/api/operator/v1/events": (res, req) => serveOperatorEvents(req, res, options.operations.broker, authenticator),
+    "/api/v1/docs": (res) => {
+      openApi ??= JSON.stringify(buildOpenApi(restServices, { title: "Axon", version: "1" }));
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(openApi);
+    },
+  };
 
   /** An RPC the fast paths leave (streams, gRPC-Web, the JSON codec, brotli, Connect GET) goes through connect-node. */
   async function serveOnConnectNode(req: HttpRequest, res: HttpResponse, rpc: ResolvedMethod): Promise<void> {
@@ -197,7 +188,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
       res.setHeader("access-control-allow-headers", config.allowCorsHeaders);
       if (req.method === "OPTIONS") return void res.writeHead(204).end();
     }
-    const plain = req.method === "GET" || req.method === "HEAD" ? plainRoutes.get(path) : undefined;
+    const plain = req.method === "GET" || req.method === "HEAD" ? plainRoutes[path] : undefined;
     if (plain) return plain(res, req);
 
     const rpc = methods.resolve(path);
