@@ -11,7 +11,7 @@ import { DirectCall } from "../pipeline/direct-call.js";
 import { readRequestBody, requestUndecodable, type IncomingRequest } from "../request-body.js";
 import { visibleHeaders } from "../response-headers.js";
 import type { ResolvedMethod } from "../rpc-methods.js";
-import { isStrictService, strictResponseHeaders } from "../strict/contract.js";
+import { isStrictService } from "../strict/contract.js";
 import { decodeStrictJson, refuseOversizedBody } from "../strict/json-body.js";
 import { encodedOnce } from "../frozen-answers.js";
 import { responseJson } from "../strict/response-json.js";
@@ -57,10 +57,10 @@ async function serveConnectUnary(req: IncomingRequest, res: HttpResponse, target
   const opened = options.pipeline.begin({ method, protocol: "connect", header, pathAgentName: target.pathAgentName, socket: req.socket });
   const call = opened instanceof Promise ? await opened : opened;
   const strict = isStrictService(method.parent);
-  const fixedHeaders = { "x-request-id": call.requestId, ...(strict ? strictResponseHeaders : {}) };
+  const own = call.ownHeaders;
   const answerError = (status: ConnectError): void => {
     if (res.headersSent || res.writableEnded) return;
-    const headers = visibleHeaders({ "content-type": "application/json", ...fixedHeaders }, status.metadata);
+    const headers = visibleHeaders({ "content-type": "application/json", ...own }, status.metadata);
     if (leavesUnreadBody(req)) headers.connection = "close";
     send(res, codeToHttpStatus(status.code), headers, errorToJsonBytes(status, {}));
   };
@@ -99,7 +99,7 @@ async function serveConnectUnary(req: IncomingRequest, res: HttpResponse, target
     if (gzipped) body = await gzip(body);
     if (!context.succeed()) return;
     const { header: sentHeader, trailer } = context.sentHeaders;
-    const headers = visibleHeaders({ "content-type": codec === "proto" ? "application/proto" : "application/json", ...fixedHeaders }, sentHeader);
+    const headers = visibleHeaders({ "content-type": codec === "proto" ? "application/proto" : "application/json", ...own }, sentHeader);
     if (gzipped) headers["content-encoding"] = "gzip";
     for (const [name, value] of Object.entries(visibleHeaders({}, trailer))) headers[`trailer-${name}`] = value;
     send(res, 200, headers, body);

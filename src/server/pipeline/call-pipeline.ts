@@ -10,7 +10,7 @@ import { RpcSpan } from "../../telemetry/rpc-span.js";
 import { httpStatusKey, pathAgentNameKey, principalKey, protocolKey, requestIdKey, requestMetadataKey, type Protocol } from "../context.js";
 import { okCode, type Metrics, type RouteMetrics } from "../metrics.js";
 import { errorInfoOf, httpStatusOf, isExpected, toConnectError, type MapOptions } from "../status.js";
-import { isStrictService } from "../strict/contract.js";
+import { isStrictService, strictResponseHeaders } from "../strict/contract.js";
 
 /** What a transport knows of a call once its headers have arrived, before any of its body. */
 export interface CallStart {
@@ -94,10 +94,12 @@ export class CallPipeline {
     let bound = byProtocol.get(protocol);
     if (bound === undefined) {
       const route = `/${method.parent.typeName}/${method.name}`;
+      const strict = isStrictService(method.parent);
       bound = {
         route,
         metrics: this.options.metrics.forRoute(route, protocol),
-        mapOptions: { contractCodes: isStrictService(method.parent) },
+        strict,
+        mapOptions: { contractCodes: strict },
         succeeded: successLine(this.options.logger, route, protocol),
       };
       byProtocol.set(protocol, bound);
@@ -119,6 +121,8 @@ function newRequestId(): string {
 interface BoundRoute {
   readonly route: string;
   readonly metrics: RouteMetrics;
+  /** A strict (unYOLO) service's method: its answers carry the contract's headers. */
+  readonly strict: boolean;
   /** How its errors are mapped: a strict service's carry unYOLO's code words. */
   readonly mapOptions: MapOptions;
   /** Writes a successful call's access line. */
@@ -144,6 +148,11 @@ export class Call {
     /** The call's server span, when tracing is on. */
     private readonly span: RpcSpan | undefined,
   ) {}
+
+  /** The headers every answer to this call carries, whatever it is: its request id, and a strict service's own. */
+  get ownHeaders(): Record<string, string> {
+    return this.route.strict ? { "x-request-id": this.requestId, ...strictResponseHeaders } : { "x-request-id": this.requestId };
+  }
 
   /** The caller is who the credentials name, or no one (an open service): the call goes on. */
   admit(principal: Principal | undefined): this {

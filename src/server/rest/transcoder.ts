@@ -16,7 +16,7 @@ import { JsonLinesWriter } from "./json-lines-writer.js";
 import { withNeuroSanFields } from "./neuro-san-json.js";
 import { parseJsonText } from "./lenient-json.js";
 import { buildRequestMessage } from "./request-message.js";
-import { isStrictService, strictResponseHeaders } from "../strict/contract.js";
+import { isStrictService } from "../strict/contract.js";
 import { parseStrictBody } from "../strict/json-body.js";
 import { responseJson } from "../strict/response-json.js";
 
@@ -71,7 +71,7 @@ export function createRestTranscoder(options: RestTranscoderOptions): RestTransc
     const header = (name: string): string | undefined => headerIn(req.headers, name);
     const opened = options.pipeline.begin({ method: route.method, protocol: "rest", header, socket: req.socket, http: { method: req.method ?? "GET", route: route.pathTemplate.template } });
     const call = opened instanceof Promise ? await opened : opened;
-    const own = strict ? { "x-request-id": call.requestId, ...strictResponseHeaders } : { "x-request-id": call.requestId };
+    const own = call.ownHeaders;
     let writer: JsonLinesWriter | undefined;
     const answerError = (status: ConnectError): void => {
       if (writer?.started) {
