@@ -114,7 +114,8 @@ const jsonReadOptions = { registry: typeRegistry, ignoreUnknownFields: true };
 function decode(schema: DescMessage, codec: ConnectCodec, bytes: Uint8Array): Message {
   try {
     if (codec === "proto") return fromBinary(schema, bytes);
-    if (bytes.byteLength === 0) return create(schema);
+    // No body, or `{}` (what clients send for a request with no field set), is the empty message: nothing to parse.
+    if (bytes.byteLength === 0 || (bytes.byteLength === 2 && bytes[0] === 0x7b && bytes[1] === 0x7d)) return create(schema);
     return fromJson(schema, JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8")), jsonReadOptions);
   } catch (error) {
     throw requestUndecodable(codec === "json" && error instanceof Error ? error.message : undefined);
