@@ -25,11 +25,21 @@ export function rpcFramingOf(req: HttpRequest, path: string): RpcFraming | undef
 
 const rpcPath = /^\/[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)+\/[A-Za-z_]\w*$/;
 
-/** The request's encoding header in its framing, if it names one no route reads. */
-export function unsupportedEncoding(req: HttpRequest, framing: RpcFraming): string | undefined {
-  const name = framing === "connect-unary" ? "content-encoding" : framing === "connect-stream" ? "connect-content-encoding" : "grpc-encoding";
-  const encoding = req.headers[name];
-  return typeof encoding === "string" && encoding !== "identity" && encoding !== "gzip" && encoding !== "br" ? encoding : undefined;
+/**
+ * The RPC's framing and its encoding header, when that header names an encoding no route reads. Most requests name
+ * none, or one that is read: their framing is not worked out at all.
+ */
+export function unsupportedEncoding(req: HttpRequest, path: string): { framing: RpcFraming; encoding: string } | undefined {
+  const { headers } = req;
+  if (isRead(headers["content-encoding"]) && isRead(headers["connect-content-encoding"]) && isRead(headers["grpc-encoding"])) return undefined;
+  const framing = rpcFramingOf(req, path);
+  if (framing === undefined) return undefined;
+  const encoding = headers[framing === "connect-unary" ? "content-encoding" : framing === "connect-stream" ? "connect-content-encoding" : "grpc-encoding"];
+  return isRead(encoding) ? undefined : { framing, encoding: encoding as string };
+}
+
+function isRead(encoding: string | string[] | undefined): boolean {
+  return typeof encoding !== "string" || encoding === "identity" || encoding === "gzip" || encoding === "br";
 }
 
 export function unsupportedEncodingError(encoding: string): ConnectError {

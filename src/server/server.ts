@@ -193,16 +193,15 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
 
     const rpc = methods.resolve(path);
     if (rpc) {
-      const framing = rpcFramingOf(req, path);
-      const encoding = framing && unsupportedEncoding(req, framing);
-      if (framing && encoding !== undefined) {
+      const unread = unsupportedEncoding(req, path);
+      if (unread !== undefined) {
         // gRPC (doc/compression.md) and Connect alike: UNIMPLEMENTED, and the answer says which encodings are read.
         const call = await pipeline.begin({
           ...{ method: rpc.spec.method, protocol: protocolOf(req.headers["content-type"]), pathAgentName: rpc.pathAgentName },
           ...{ header: (name: string) => headerIn(req.headers, name), socket: req.socket },
         });
-        const error = call.refusal ?? call.finish(unsupportedEncodingError(encoding))!;
-        return writeRefusal(req, res, framing, error, { requestId: call.requestId, acceptEncoding: true });
+        const error = call.refusal ?? call.finish(unsupportedEncodingError(unread.encoding))!;
+        return writeRefusal(req, res, unread.framing, error, { requestId: call.requestId, acceptEncoding: true });
       }
       return connectUnary(req, res, rpc) ?? serveOnConnectNode(req, res, rpc);
     }
