@@ -18,7 +18,7 @@ export const requestTooLargeReason = "REQUEST_TOO_LARGE";
  * against the intake budget (`tally`) while it is read. It listens for events rather than iterating, because leaving a
  * for-await destroys the request and with it the socket the refusal must still go out on.
  */
-export async function readRequestBody(req: IncomingRequest, maxBytes: number, options: { allowGzip?: boolean; tally?: BodyTally | undefined } = {}): Promise<Uint8Array> {
+export function readRequestBody(req: IncomingRequest, maxBytes: number, options: { allowGzip?: boolean; tally?: BodyTally | undefined } = {}): Promise<Uint8Array> {
   const encoding = req.headers["content-encoding"]?.toLowerCase();
   const gzipped = encoding === "gzip" && options.allowGzip === true;
   if (encoding !== undefined && encoding !== "identity" && !gzipped) {
@@ -28,15 +28,23 @@ export async function readRequestBody(req: IncomingRequest, maxBytes: number, op
   }
   const declared = Number(req.headers["content-length"]);
   if (Number.isFinite(declared) && declared > maxBytes) throw requestTooLarge(maxBytes);
-  const body = req.readableEnded ? new Uint8Array(0) : await readBounded(req, maxBytes, options.tally);
+  const body = req.readableEnded ? Promise.resolve(Buffer.alloc(0)) : readBounded(req, maxBytes, options.tally);
   // Zero bytes are the empty body whatever the encoding: there is nothing to inflate (Connect's own reading).
-  return gzipped && body.byteLength > 0 ? inflateBounded("gzip", body, maxBytes) : body;
+  return gzipped ? body.then((bytes) => (bytes.byteLength > 0 ? inflateBounded("gzip", bytes, maxBytes) : bytes)) : body;
 }
 
 function readBounded(req: IncomingRequest, maxBytes: number, tally: BodyTally | undefined): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    // Once the read is settled the listeners do nothing. A request read to its end goes with them, so they stay.
+    let settled = false;
+    const fail = (error: unknown): void => {
+      settled = true;
+      tally?.release();
+      req.off("data", onData);
+      reject(error);
+    };
     const onData = (chunk: Buffer | string): void => {
       const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
       size += bytes.byteLength;
@@ -44,40 +52,25 @@ function readBounded(req: IncomingRequest, maxBytes: number, tally: BodyTally | 
         if (size > maxBytes) throw requestTooLarge(maxBytes);
         tally?.add(bytes.byteLength);
       } catch (error) {
-        stop();
         req.pause();
-        reject(error);
-        return;
+        return fail(error);
       }
       chunks.push(bytes);
     };
-    const onEnd = (): void => {
-      stop();
+    req.on("data", onData);
+    req.on("end", () => {
+      if (settled) return;
+      settled = true;
+      tally?.release();
       const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
       if (!("stream" in req)) return resolve(body);
       // An HTTP/2 body ends the same way when its stream is reset before END_STREAM; a turn of the loop later the
       // reset is known, and a request the client cancelled is never processed.
       setImmediate(() => (req.stream.destroyed && req.stream.rstCode !== NGHTTP2_NO_ERROR ? reject(new ConnectError("client cancelled the request", Code.Canceled)) : resolve(body)));
-    };
-    const onClose = (): void => {
-      stop();
-      reject(new ConnectError("client closed the request", Code.Canceled));
-    };
-    const onError = (error: Error): void => {
-      stop();
-      reject(new ConnectError("request body could not be read", Code.Canceled, undefined, undefined, error));
-    };
-    const stop = (): void => {
-      tally?.release();
-      req.off("data", onData);
-      req.off("end", onEnd);
-      req.off("close", onClose);
-      req.off("error", onError);
-    };
-    req.on("data", onData);
-    req.on("end", onEnd);
-    req.on("close", onClose);
-    req.on("error", onError);
+    });
+    // A request read to its end closes too, after its end.
+    req.on("close", () => settled || fail(new ConnectError("client closed the request", Code.Canceled)));
+    req.on("error", (error: Error) => settled || fail(new ConnectError("request body could not be read", Code.Canceled, undefined, undefined, error)));
   });
 }
 
