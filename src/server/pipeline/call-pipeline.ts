@@ -3,7 +3,7 @@ import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, createContextValues, type ConnectError, type ContextValues } from "@connectrpc/connect";
 import { successLine, type Logger, type SuccessLine } from "../../logger.js";
 import type { Principal } from "../../auth/principals.js";
-import type { ServiceAuthenticator } from "../authenticate.js";
+import type { Credentials, ServiceAuthenticator } from "../authenticate.js";
 import { certificateNamesOf } from "../client-certificate.js";
 import type { BodyTally, ClosingRequest, IntakeBudget } from "../intake-budget.js";
 import { RpcSpan } from "../../telemetry/rpc-span.js";
@@ -74,11 +74,7 @@ export class CallPipeline {
 
     const call = new Call(this.options.logger, this.bound(start.method, start.protocol), start.protocol, requestId, values, this.options.intake, RpcSpan.start(start));
     try {
-      const found = this.options.authenticate(start.method.parent, {
-        authorization: start.header("authorization"),
-        certificateNames: certificateNamesOf(start.socket),
-        userId: start.header("user_id") ?? start.header("user-id"),
-      });
+      const found = this.options.authenticate(start.method.parent, new PresentedCredentials(start));
       return found instanceof Promise ? found.then((principal) => call.admit(principal), (error: unknown) => call.refuse(error)) : call.admit(found);
     } catch (error) {
       return call.refuse(error);
@@ -105,6 +101,23 @@ export class CallPipeline {
       byProtocol.set(protocol, bound);
     }
     return bound;
+  }
+}
+
+/** A call's credentials, read from its headers and connection only if its service asks who calls (an open one does not). */
+class PresentedCredentials implements Credentials {
+  constructor(private readonly start: CallStart) {}
+
+  get authorization(): string | undefined {
+    return this.start.header("authorization");
+  }
+
+  get certificateNames(): readonly string[] | undefined {
+    return certificateNamesOf(this.start.socket);
+  }
+
+  get userId(): string | undefined {
+    return this.start.header("user_id") ?? this.start.header("user-id");
   }
 }
 
