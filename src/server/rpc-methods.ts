@@ -14,23 +14,24 @@ const legacyAgentPath = /^\/([A-Za-z0-9_-]+)\.AgentService\/([A-Za-z]+)$/;
 
 /** Every RPC method by its request path (`/package.Service/Method`), from the service implementations. */
 export class RpcMethods {
-  private readonly byPath = new Map<string, MethodImplSpec>();
+  private readonly byPath = new Map<string, ResolvedMethod>();
   private readonly byMethod = new Map<DescMethod, MethodImplSpec>();
 
   constructor(implementations: readonly ServiceImplementation[]) {
     for (const { service, implementation } of implementations) {
       for (const spec of Object.values(createServiceImplSpec(service, implementation).methods)) {
-        this.byPath.set(requestPath(spec.method), spec);
+        this.byPath.set(requestPath(spec.method), { spec, pathAgentName: undefined });
         this.byMethod.set(spec.method, spec);
       }
     }
   }
 
   resolve(path: string): ResolvedMethod | undefined {
-    const spec = this.byPath.get(path);
-    if (spec !== undefined) return { spec, pathAgentName: undefined };
-    const legacy = legacyAgentPath.exec(path);
-    const legacySpec = legacy && this.byPath.get(`/${AgentService.typeName}/${legacy[2]}`);
+    const found = this.byPath.get(path);
+    if (found !== undefined) return found;
+    // Only what may be a legacy path meets its pattern: not REST's paths, which most calls are.
+    const legacy = path.includes(".AgentService/") ? legacyAgentPath.exec(path) : null;
+    const legacySpec = legacy && this.byPath.get(`/${AgentService.typeName}/${legacy[2]}`)?.spec;
     return legacySpec ? { spec: legacySpec, pathAgentName: legacy[1] } : undefined;
   }
 
