@@ -29,6 +29,7 @@ export interface ServerSample {
 
 export interface ServerProcess<Ready> {
   readonly ready: Ready;
+  readonly pid: number;
   /** User + system CPU time the server process has used so far, in microseconds. */
   cpuMicros(): Promise<number>;
   /** CPU and memory; also starts the next peak-heap window. */
@@ -41,10 +42,12 @@ let built: Promise<void> | undefined;
 
 export async function startServerProcess<Ready>(
   script: URL,
-  options: { env?: Record<string, string>; nodeArgs?: string[] } = {},
+  /** `wrapper`: a command the server runs under, e.g. valgrind and its options. */
+  options: { env?: Record<string, string>; nodeArgs?: string[]; wrapper?: string[] } = {},
 ): Promise<ServerProcess<Ready>> {
   await (built ??= buildServer());
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), "--import", "tsx", fileURLToPath(script)], {
+  const [command, ...args] = [...(options.wrapper ?? []), process.execPath, ...(options.nodeArgs ?? []), "--import", "tsx", fileURLToPath(script)];
+  const child = spawn(command!, args, {
     env: { ...process.env, ...options.env },
     stdio: ["pipe", "pipe", "inherit"],
   });
@@ -61,6 +64,7 @@ export async function startServerProcess<Ready>(
   };
   return {
     ready,
+    pid: child.pid!,
     sample,
     cpuMicros: async () => (await sample()).cpuMicros,
     stop: () => stopChild(child),

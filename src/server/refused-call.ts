@@ -31,15 +31,16 @@ const rpcPath = /^\/[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)+\/[A-Za-z_]\w*$/;
  */
 export function unsupportedEncoding(req: HttpRequest, path: string): { framing: RpcFraming; encoding: string } | undefined {
   const { headers } = req;
-  if (isRead(headers["content-encoding"]) && isRead(headers["connect-content-encoding"]) && isRead(headers["grpc-encoding"])) return undefined;
+  if (!isUnread(headers["content-encoding"]) && !isUnread(headers["connect-content-encoding"]) && !isUnread(headers["grpc-encoding"])) return undefined;
   const framing = rpcFramingOf(req, path);
   if (framing === undefined) return undefined;
   const encoding = headers[framing === "connect-unary" ? "content-encoding" : framing === "connect-stream" ? "connect-content-encoding" : "grpc-encoding"];
-  return isRead(encoding) ? undefined : { framing, encoding: encoding as string };
+  return isUnread(encoding) ? { framing, encoding } : undefined;
 }
 
-function isRead(encoding: string | string[] | undefined): boolean {
-  return typeof encoding !== "string" || encoding === "identity" || encoding === "gzip" || encoding === "br";
+/** Whether an encoding header names an encoding no route reads. */
+function isUnread(encoding: string | string[] | undefined): encoding is string {
+  return typeof encoding === "string" && encoding !== "identity" && encoding !== "gzip" && encoding !== "br";
 }
 
 export function unsupportedEncodingError(encoding: string): ConnectError {

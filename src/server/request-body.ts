@@ -22,12 +22,13 @@ export function readRequestBody(req: IncomingRequest, maxBytes: number, options:
   const encoding = req.headers["content-encoding"]?.toLowerCase();
   const gzipped = encoding === "gzip" && options.allowGzip === true;
   if (encoding !== undefined && encoding !== "identity" && !gzipped) {
-    throw new AxonError(Code.InvalidArgument, "UNSUPPORTED_CONTENT_ENCODING", options.allowGzip ? "request bodies may only be gzipped" : "request bodies must not be compressed", {
+    const error = new AxonError(Code.InvalidArgument, "UNSUPPORTED_CONTENT_ENCODING", options.allowGzip ? "request bodies may only be gzipped" : "request bodies must not be compressed", {
       metadata: { content_encoding: encoding },
     });
+    return Promise.reject(error);
   }
   const declared = Number(req.headers["content-length"]);
-  if (Number.isFinite(declared) && declared > maxBytes) throw requestTooLarge(maxBytes);
+  if (Number.isFinite(declared) && declared > maxBytes) return Promise.reject(requestTooLarge(maxBytes));
   const body = req.readableEnded ? Promise.resolve(Buffer.alloc(0)) : readBounded(req, maxBytes, options.tally);
   // Zero bytes are the empty body whatever the encoding: there is nothing to inflate (Connect's own reading).
   return gzipped ? body.then((bytes) => (bytes.byteLength > 0 ? inflateBounded("gzip", bytes, maxBytes) : bytes)) : body;
