@@ -101,7 +101,7 @@ async function serveConnectUnary(req: IncomingRequest, res: HttpResponse, target
     const { header: sentHeader, trailer } = context.sentHeaders;
     const headers = visibleHeaders({ "content-type": codec === "proto" ? "application/proto" : "application/json", ...own }, sentHeader);
     if (gzipped) headers["content-encoding"] = "gzip";
-    for (const [name, value] of Object.entries(visibleHeaders({}, trailer))) headers[`trailer-${name}`] = value;
+    if (trailer !== undefined) for (const [name, value] of Object.entries(visibleHeaders({}, trailer))) headers[`trailer-${name}`] = value;
     send(res, 200, headers, body);
   } catch (error) {
     context.fail(error);
