@@ -1,9 +1,10 @@
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { KeepAliveHttpClient, type HttpRequestSpec } from "./clients.js";
+import { KeepAliveHttpClient } from "./clients.js";
+import { cannedHttpLists, httpLists as specs } from "./http-lists.js";
 import { runLoad } from "./load.js";
 import type { AxonReady } from "./serve-axon.js";
-import type { BaselinesReady, CannedResponses } from "./serve-baselines.js";
+import type { BaselinesReady } from "./serve-baselines.js";
 import { startServerProcess, type ServerProcess } from "./server-process.js";
 
 /*
@@ -18,11 +19,6 @@ const { values: flags, positionals } = parseArgs({
   allowPositionals: true,
   options: { rounds: { type: "string", default: "5" }, surfaces: { type: "string", default: "rest,connect" } },
 });
-const list = "/dev.cognizant_ai.neuro_san.api.grpc.concierge.ConciergeService/List";
-const specs: Record<string, HttpRequestSpec> = {
-  rest: { method: "GET", path: "/api/v1/list" },
-  connect: { method: "POST", path: list, headers: { "content-type": "application/json" }, body: Buffer.from("{}") },
-};
 const surfaces = flags.surfaces.split(",").filter((name) => name in specs);
 const serverEnv = { BENCH_MEMORY_SAMPLER: "off" };
 
@@ -40,11 +36,7 @@ try {
     targets.push({ name: argument, process: server, client: new KeepAliveHttpClient({ host: "127.0.0.1", port: server.ready.port }, 32) });
   }
   // The baseline answers exactly what the first checkout answered.
-  const canned: CannedResponses = { grpc: { method: list, messageBase64: "" }, http: [] };
-  for (const spec of Object.values(specs)) {
-    const reply = await targets[0]!.client.send(spec);
-    canned.http.push({ ...spec, contentType: reply.contentType, bodyBase64: reply.body.toString("base64") });
-  }
+  const canned = await cannedHttpLists(targets[0]!.client);
   const bare = await startServerProcess<BaselinesReady>(new URL("./serve-baselines.ts", import.meta.url), { env: { ...serverEnv, BENCH_CANNED_RESPONSES: JSON.stringify(canned) } });
   targets.push({ name: "bare node:http, same bytes", process: bare, client: new KeepAliveHttpClient({ host: "127.0.0.1", port: bare.ready.httpPort }, 32) });
 

@@ -4,6 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { KeepAliveHttpClient, type HttpRequestSpec } from "./clients.js";
+import { cannedHttpLists, httpLists as specs } from "./http-lists.js";
 import type { AxonReady } from "./serve-axon.js";
 import type { BaselinesReady, CannedResponses } from "./serve-baselines.js";
 import { startServerProcess, type ServerProcess } from "./server-process.js";
@@ -20,11 +21,6 @@ import { startServerProcess, type ServerProcess } from "./server-process.js";
 
 const { values: flags, positionals } = parseArgs({ allowPositionals: true, options: { requests: { type: "string", default: "8000" } } });
 const requests = Number(flags.requests);
-const list = "/dev.cognizant_ai.neuro_san.api.grpc.concierge.ConciergeService/List";
-const specs: Record<string, HttpRequestSpec> = {
-  rest: { method: "GET", path: "/api/v1/list" },
-  connect: { method: "POST", path: list, headers: { "content-type": "application/json" }, body: Buffer.from("{}") },
-};
 const concurrency = 8;
 const outputs = mkdtempSync(path.join(os.tmpdir(), "axon-instructions-"));
 const callgrind = (name: string): string[] => [
@@ -74,14 +70,10 @@ try {
     const script = new URL(`file://${path.resolve(checkout, "bench/serve-axon.ts")}`);
     const env = { BENCH_MEMORY_SAMPLER: "off", BENCH_AXON_ENV: JSON.stringify({ LOG_LEVEL: "warn" }) };
     const axon = await startServerProcess<AxonReady>(script, { env, wrapper: callgrind(`axon${index}`) });
+    // The baseline answers exactly what the first Axon answered.
     if (canned === undefined) {
-      // The baseline answers exactly what the first Axon answered.
       const client = new KeepAliveHttpClient({ host: "127.0.0.1", port: axon.ready.port }, 1);
-      canned = { grpc: { method: list, messageBase64: "" }, http: [] };
-      for (const spec of Object.values(specs)) {
-        const reply = await client.send(spec);
-        canned.http.push({ ...spec, contentType: reply.contentType, bodyBase64: reply.body.toString("base64") });
-      }
+      canned = await cannedHttpLists(client);
       client.close();
     }
     rows.push([`Axon, ${checkout}`, await count(`axon${index}`, axon, axon.ready.port)]);
