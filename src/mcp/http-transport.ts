@@ -67,7 +67,7 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
       let body: unknown;
       try {
         const maxBytes = options.maxRequestBytes ?? 4 * 1024 * 1024;
-        const tally = clientId === undefined ? options.intake?.tally(req) : undefined;
+        const tally = clientId === undefined ? options.intake?.tally() : undefined;
         body = parsedBody(await readRequestBody(req, maxBytes, { tally }));
       } catch (error) {
         const status = toConnectError(error);

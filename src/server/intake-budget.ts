@@ -17,10 +17,11 @@ export class IntakeBudget {
   constructor(readonly maxBytes: number) {}
 
   /**
-   * The tally of one unauthenticated body. It gives its bytes back when the request closes (read to its end, answered
-   * or abandoned), so no path through a reader can keep them.
+   * The tally of one unauthenticated body. Given the request, it gives its bytes back when the request closes (read to
+   * its end, answered or abandoned), so no path through a reader can keep them; without, the reader releases it
+   * however its read ends (readRequestBody does).
    */
-  tally(request: ClosingRequest): BodyTally {
+  tally(request?: ClosingRequest): BodyTally {
     let counted = 0;
     const tally: BodyTally = {
       add: (bytes) => {
@@ -33,7 +34,7 @@ export class IntakeBudget {
         counted = 0;
       },
     };
-    request.once("close", tally.release);
+    request?.once("close", tally.release);
     return tally;
   }
 }

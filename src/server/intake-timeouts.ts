@@ -1,29 +1,54 @@
-import type http from "node:http";
+import http from "node:http";
 import http2 from "node:http2";
 
 const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR, NGHTTP2_STREAM_STATE_HALF_CLOSED_REMOTE, NGHTTP2_STREAM_STATE_CLOSED } = http2.constants;
 
 /**
  * An HTTP/1.1 request's body has `timeoutMs` from its headers to its last byte: a stalled or dribbling upload is
- * answered 408 (by `answerTimeout`) and its connection closed. A response that went out before the body was read
- * closes the connection too: the rest of the body would only be read to be dropped. A request without a body costs
- * nothing here.
+ * answered 408 (by `answerTimeout`) and its connection closed. A request without a body costs nothing here, and one
+ * with a body adds no listener: its response settles the watch when it ends (`Http1Response`).
  */
 export function watchHttp1Body(req: http.IncomingMessage, res: http.ServerResponse, timeoutMs: number, answerTimeout: (res: http.ServerResponse) => void): void {
-  if (!declaresBody(req.headers)) return;
-  track(req, timeoutMs, {
-    ended: () => req.complete,
-    expire: () => {
-      if (res.headersSent) return void req.socket.destroy();
-      // The answer's end closes the connection (below).
-      res.setHeader("connection", "close");
-      answerTimeout(res);
-    },
-  });
-  res.once("close", () => bodies.delete(req));
-  res.once("finish", () => {
-    if (!req.complete) lingeringClose(req);
-  });
+  if (declaresBody(req.headers)) track(req, new Http1Body(req, res, answerTimeout, performance.now() + timeoutMs));
+}
+
+class Http1Body implements ArrivingBody {
+  constructor(
+    private readonly req: http.IncomingMessage,
+    private readonly res: http.ServerResponse,
+    private readonly answerTimeout: (res: http.ServerResponse) => void,
+    public due: number,
+  ) {}
+
+  // A request whose connection is gone has nothing more to wait for either.
+  ended(): boolean {
+    return this.req.complete || this.req.destroyed;
+  }
+
+  expire(): void {
+    if (this.res.headersSent) return void this.req.socket.destroy();
+    // The answer's end closes the connection (Http1Response).
+    this.res.setHeader("connection", "close");
+    this.answerTimeout(this.res);
+  }
+}
+
+/**
+ * The HTTP/1.1 server's response (http.createServer's `ServerResponse`): its end settles its request's body watch.
+ * A body read in full is forgotten; one still arriving (answered before it was read, or too late) closes the
+ * connection once the answer has gone out: the rest of the body would only be read to be dropped.
+ */
+export class Http1Response extends http.ServerResponse {
+  override end(chunk?: unknown, encoding?: unknown, callback?: unknown): this {
+    const ending = !this.writableEnded;
+    super.end(chunk as never, encoding as BufferEncoding, callback as never);
+    if (ending && bodies.delete(this.req) && !this.req.complete) {
+      this.once("finish", () => {
+        if (!this.req.complete) lingeringClose(this.req);
+      });
+    }
+    return this;
+  }
 }
 
 /** How long a connection closed before its request body was read goes on reading it (and dropping it) at most. */
@@ -58,7 +83,7 @@ function lingeringClose(req: http.IncomingMessage): void {
  */
 export function watchHttp2Body(stream: http2.ServerHttp2Stream, timeoutMs: number): void {
   if (stream.endAfterHeaders) return;
-  track(stream, timeoutMs, { ended: () => requestEnded(stream), expire: () => stream.close(NGHTTP2_CANCEL) });
+  track(stream, { due: performance.now() + timeoutMs, ended: () => requestEnded(stream), expire: () => stream.close(NGHTTP2_CANCEL) });
   stream.once("close", () => bodies.delete(stream));
 }
 
@@ -80,14 +105,15 @@ interface ArrivingBody {
 /**
  * Request bodies still arriving, by request (or HTTP/2 stream), each with its deadline. One sweep looks them over
  * while there are any, rather than a timer per request: a deadline is met within a quarter of the timeout (at most a
- * second) after it passes.
+ * second) after it passes, and a body that has arrived, or whose connection is gone, is dropped.
  */
 const bodies = new Map<object, ArrivingBody>();
 let sweep: NodeJS.Timeout | undefined;
 let sweepMs = 1_000;
 
-function track(key: object, timeoutMs: number, body: Omit<ArrivingBody, "due">): void {
-  bodies.set(key, { due: performance.now() + timeoutMs, ...body });
+function track(key: object, body: ArrivingBody): void {
+  bodies.set(key, body);
+  const timeoutMs = body.due - performance.now();
   if (timeoutMs / 4 < sweepMs) {
     sweepMs = Math.max(10, timeoutMs / 4);
     clearInterval(sweep);
@@ -99,9 +125,12 @@ function track(key: object, timeoutMs: number, body: Omit<ArrivingBody, "due">):
 function expireDue(): void {
   const now = performance.now();
   for (const [key, body] of bodies) {
-    if (body.due > now) continue;
-    bodies.delete(key);
-    if (!body.ended()) body.expire();
+    if (body.ended()) bodies.delete(key);
+    else if (body.due <= now) {
+      // Expired while still watched: an HTTP/1.1 answer's end sees the body unread and closes the connection.
+      body.expire();
+      bodies.delete(key);
+    }
   }
   if (bodies.size === 0) {
     clearInterval(sweep);

@@ -4,7 +4,7 @@ import net from "node:net";
 import tls from "node:tls";
 import { rememberCertificateNames } from "./client-certificate.js";
 import type { TlsCredentials } from "./tls-credentials.js";
-import { closeIdleSession, resetUnreadHttp2Body, watchHttp1Body, watchHttp2Body } from "./intake-timeouts.js";
+import { closeIdleSession, Http1Response, resetUnreadHttp2Body, watchHttp1Body, watchHttp2Body } from "./intake-timeouts.js";
 
 /**
  * Connections the kernel may hold before they are accepted. Node's default (511) overflows when a thousand clients
@@ -68,6 +68,7 @@ export async function listen(handler: RequestHandler, options: ListenerOptions):
       // How often http looks for connections past headersTimeout: often enough that the timeout means what it says.
       connectionsCheckingInterval: Math.min(1_000, headersTimeoutMs / 2),
       keepAliveTimeout: 5_000,
+      ServerResponse: Http1Response,
     },
     (req, res) => {
       watchHttp1Body(req, res, bodyTimeoutMs, answerBodyTimeout);

@@ -15,8 +15,9 @@ export const requestTooLargeReason = "REQUEST_TOO_LARGE";
 /**
  * Reads the whole body, refusing more than `maxBytes`: at once from Content-Length, else as soon as the count passes
  * it. A gzip body (where the protocol allows one) is inflated within the same limit. An unauthenticated body counts
- * against the intake budget (`tally`) while it is read. It listens for events rather than iterating, because leaving a
- * for-await destroys the request and with it the socket the refusal must still go out on.
+ * against the intake budget (`tally`) while it is read, and is given back however the read ends. It listens for events
+ * rather than iterating, because leaving a for-await destroys the request and with it the socket the refusal must
+ * still go out on.
  */
 export function readRequestBody(req: IncomingRequest, maxBytes: number, options: { allowGzip?: boolean; tally?: BodyTally | undefined } = {}): Promise<Uint8Array> {
   const encoding = req.headers["content-encoding"]?.toLowerCase();
@@ -71,7 +72,8 @@ function readBounded(req: IncomingRequest, maxBytes: number, tally: BodyTally | 
     });
     // A request read to its end closes too, after its end.
     req.on("close", () => settled || fail(new ConnectError("client closed the request", Code.Canceled)));
-    req.on("error", (error: Error) => settled || fail(new ConnectError("request body could not be read", Code.Canceled, undefined, undefined, error)));
+    // An HTTP/1.1 request emits "error" only to a listener, and closes in any case.
+    if ("stream" in req) req.on("error", (error: Error) => settled || fail(new ConnectError("request body could not be read", Code.Canceled, undefined, undefined, error)));
   });
 }
 

@@ -1,6 +1,6 @@
 import { setMaxListeners } from "node:events";
 import type { DescService } from "@bufbuild/protobuf";
-import { Code, ConnectError, createConnectRouter, createContextValues } from "@connectrpc/connect";
+import { Code, ConnectError, createConnectRouter } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import type { Config } from "../config.js";
@@ -26,7 +26,7 @@ import { listen, type HttpRequest, type HttpResponse, type Listener } from "./li
 import { onLlmCall } from "../telemetry/llm-calls.js";
 import { Metrics } from "./metrics.js";
 import { serveOperatorEvents } from "./operator-events.js";
-import { CallPipeline } from "./pipeline/call-pipeline.js";
+import { CallPipeline, CallValues } from "./pipeline/call-pipeline.js";
 import { connectPipeline } from "./pipeline/connect-adapter.js";
 import { buildOpenApi } from "./rest/openapi.js";
 import { createRestTranscoder } from "./rest/transcoder.js";
@@ -151,7 +151,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
   /** An RPC the fast paths leave (streams, gRPC-Web, the JSON codec, brotli, Connect GET) goes through connect-node. */
   async function serveOnConnectNode(req: HttpRequest, res: HttpResponse, rpc: ResolvedMethod): Promise<void> {
     boundTimeoutHeaders(req.headers);
-    const values = createContextValues();
+    const values = new CallValues();
     values.set(protocolKey, protocolOf(req.headers["content-type"]));
     values.set(socketKey, req.socket);
     if (rpc.pathAgentName !== undefined) values.set(pathAgentNameKey, rpc.pathAgentName);

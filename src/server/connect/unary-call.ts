@@ -53,7 +53,8 @@ function codecOf(req: IncomingRequest): ConnectCodec | undefined {
  */
 async function serveConnectUnary(req: IncomingRequest, res: HttpResponse, target: ResolvedMethod, codec: ConnectCodec, options: ConnectUnaryOptions): Promise<void> {
   const { method } = target.spec;
-  const header = (name: string): string | undefined => headerIn(req.headers, name);
+  const requestHeaders = req.headers;
+  const header = (name: string): string | undefined => headerIn(requestHeaders, name);
   const opened = options.pipeline.begin({ method, protocol: "connect", header, pathAgentName: target.pathAgentName, socket: req.socket });
   const call = opened instanceof Promise ? await opened : opened;
   const strict = isStrictService(method.parent);
@@ -77,7 +78,7 @@ async function serveConnectUnary(req: IncomingRequest, res: HttpResponse, target
     spec: target.spec,
     protocolName: "connect",
     requestMethod: "POST",
-    headers: req.headers,
+    headers: requestHeaders,
     path: req.url ?? "/",
     timeoutMs,
     shutdownSignal: options.shutdownSignal,
@@ -85,7 +86,7 @@ async function serveConnectUnary(req: IncomingRequest, res: HttpResponse, target
   });
   try {
     // A client that leaves while its body is read fails the read (CANCELED).
-    const bytes = await readRequestBody(req, options.maxRequestBytes, { allowGzip: true, tally: call.bodyTally(req) });
+    const bytes = await readRequestBody(req, options.maxRequestBytes, { allowGzip: true, tally: call.bodyTally() });
     const request = strict ? decodeStrict(method.input, codec, bytes) : decode(method.input, codec, bytes);
     const answered = context.unary(request);
     // A client can only leave while its answer is awaited: one given at once (List) needs no watching.

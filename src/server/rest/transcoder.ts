@@ -68,7 +68,8 @@ export function createRestTranscoder(options: RestTranscoderOptions): RestTransc
     }
     const { route, variables } = match;
     const strict = isStrictService(route.method.parent);
-    const header = (name: string): string | undefined => headerIn(req.headers, name);
+    const { headers } = req;
+    const header = (name: string): string | undefined => headerIn(headers, name);
     const opened = options.pipeline.begin({ method: route.method, protocol: "rest", header, socket: req.socket, http: { method: req.method ?? "GET", route: route.pathTemplate.template } });
     const call = opened instanceof Promise ? await opened : opened;
     const own = call.ownHeaders;
@@ -95,7 +96,7 @@ export function createRestTranscoder(options: RestTranscoderOptions): RestTransc
       spec: specs.get(route.method)!,
       protocolName: "rest",
       requestMethod: req.method ?? "GET",
-      headers: req.headers,
+      headers,
       path: req.url ?? "/",
       timeoutMs,
       shutdownSignal: options.shutdownSignal,
@@ -103,7 +104,7 @@ export function createRestTranscoder(options: RestTranscoderOptions): RestTransc
     });
     try {
       // A client that leaves while its body is read fails the read (CANCELED).
-      const bytes = route.body === "" ? undefined : await readRequestBody(req, options.maxRequestBytes, { tally: call.bodyTally(req) });
+      const bytes = route.body === "" ? undefined : await readRequestBody(req, options.maxRequestBytes, { tally: call.bodyTally() });
       const body = bytes === undefined ? undefined : strict ? parseStrictBody(bytes) : parseJsonText(bytes);
       const request = buildRequestMessage(route, { variables, query: url?.searchParams ?? noQuery, body, strict });
       if (route.method.methodKind === "server_streaming") {
