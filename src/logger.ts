@@ -36,8 +36,16 @@ export function successLine(logger: Logger, route: string, protocol: string): Su
   const bindings = internals[pino.symbols.chindingsSym] as string;
   const middle = `,"route":${JSON.stringify(route)},"protocol":${JSON.stringify(protocol)},"code":"OK","ms":`;
   return (requestId, ms) => {
-    if (logger.isLevelEnabled("info")) stream.write(`${head}${time()}${bindings},"request_id":${JSON.stringify(requestId)}${middle}${ms},"msg":"request"}\n`);
+    if (logger.isLevelEnabled("info")) stream.write(`${head}${time()}${bindings},"request_id":${jsonString(requestId)}${middle}${ms},"msg":"request"}\n`);
   };
+}
+
+// Escaped by JSON: quotes, backslashes, control characters. A request id from a header may hold a quote or a tab.
+const escapedInJson = /["\\\u0000-\u001f]/;
+
+/** A string as JSON, quoted without JSON.stringify (its set-up is most of its cost on a short id) when nothing needs escaping. */
+function jsonString(text: string): string {
+  return escapedInJson.test(text) ? JSON.stringify(text) : `"${text}"`;
 }
 
 /**
