@@ -10,7 +10,8 @@ import { projectRoot } from "../../support/server.js";
 import { until, within } from "../../support/wait.js";
 
 const fixtures = path.join(projectRoot, "test/fixtures/python");
-const never = new AbortController().signal;
+// A signal of its own for each call, as each request has: one signal shared by every pool would gather a listener per pool.
+const never = (): AbortSignal => new AbortController().signal;
 
 /** The Python worker pool on its own, calling the fixture tools of network python_tools as the activation does. */
 describe("Python workers", () => {
@@ -21,7 +22,7 @@ describe("Python workers", () => {
 
   // The chat's own sly_data dict, as a session holds it: the worker keeps private values per dict.
   let slyData: JsonObject;
-  const call = (module: string, className: string, args: JsonObject = {}, signal = never) =>
+  const call = (module: string, className: string, args: JsonObject = {}, signal = never()) =>
     chat.call(
       slyData,
       { module: `coded_tools.python_tools.${module}`, file: path.join(fixtures, "coded_tools/python_tools", `${module}.py`), className, args },
@@ -85,7 +86,7 @@ describe("Python workers", () => {
   });
 
   it("names the module and the interpreter when a tool cannot be imported", async () => {
-    const missing = chat.call({}, { module: "coded_tools.python_tools.absent", file: path.join(fixtures, "absent.py"), className: "Absent", args: {} }, () => {}, never);
+    const missing = chat.call({}, { module: "coded_tools.python_tools.absent", file: path.join(fixtures, "absent.py"), className: "Absent", args: {} }, () => {}, never());
     await expect(missing).rejects.toThrow(/FileNotFoundError/);
     await expect(call("broken", "Broken")).rejects.toThrow(/SyntaxError: .*broken\.py, line 5/);
   });
@@ -98,7 +99,7 @@ describe("Python workers", () => {
     expect((await call("resources", "User")).result).toBe("connection is Connection");
     // Another chat does not see them.
     const other = pool.chat();
-    const elsewhere = await other.call({}, { module: "coded_tools.python_tools.resources", file: path.join(fixtures, "coded_tools/python_tools/resources.py"), className: "User", args: {} }, () => {}, never);
+    const elsewhere = await other.call({}, { module: "coded_tools.python_tools.resources", file: path.join(fixtures, "coded_tools/python_tools/resources.py"), className: "User", args: {} }, () => {}, never());
     expect(elsewhere.result).toBe("connection is NoneType");
     other.close();
     expect(existsSync(marker)).toBe(false);
@@ -153,7 +154,7 @@ describe("Python workers", () => {
     };
     const edited = new PythonPool({ command: "python3", workers: 1, cancelGraceMs: 300, importRoots: [folder] }, createLogger("silent"));
     const versionChat = edited.chat();
-    const version = () => versionChat.call({}, { module: "edited.version", file, className: "Version", args: {} }, () => {}, never);
+    const version = () => versionChat.call({}, { module: "edited.version", file, className: "Version", args: {} }, () => {}, never());
     edition(1);
     expect((await version()).result).toBe("edition 1");
     edition(2);
@@ -178,7 +179,7 @@ describe("Python workers", () => {
     write("tools/which.py", "from neuro_san.interfaces.coded_tool import CodedTool\nclass Which(CodedTool):\n    def invoke(self, args, sly_data):\n        return CodedTool.ORIGIN\n");
     const installed = new PythonPool({ command: "python3", workers: 1, cancelGraceMs: 300, importRoots: [site] }, createLogger("silent"));
     const which = installed.chat();
-    const answer = await which.call({}, { module: "tools.which", file: path.join(site, "tools/which.py"), className: "Which", args: {} }, () => {}, never);
+    const answer = await which.call({}, { module: "tools.which", file: path.join(site, "tools/which.py"), className: "Which", args: {} }, () => {}, never());
     expect(answer.result).toBe("installed");
     which.close();
     await installed.close();
@@ -186,14 +187,14 @@ describe("Python workers", () => {
 
   it("spreads chats over its workers, up to its size", async () => {
     const chats = [chat, pool.chat(), pool.chat()];
-    await Promise.all(chats.map((each) => each.call({}, { module: "coded_tools.python_tools.calculator", file: path.join(fixtures, "coded_tools/python_tools/calculator.py"), className: "Adder", args: { x: 0, y: 0 } }, () => {}, never)));
+    await Promise.all(chats.map((each) => each.call({}, { module: "coded_tools.python_tools.calculator", file: path.join(fixtures, "coded_tools/python_tools/calculator.py"), className: "Adder", args: { x: 0, y: 0 } }, () => {}, never())));
     expect(pool["workers"].filter((worker) => worker.chats > 0)).toHaveLength(2);
     for (const each of chats.slice(1)) each.close();
   });
 
   it("a missing interpreter fails the call with a clear error", async () => {
     const nowhere = new PythonPool({ command: "/nonexistent/python", workers: 1, cancelGraceMs: 100, importRoots: [fixtures] }, createLogger("silent"));
-    const failing = nowhere.chat().call({}, { module: "m", file: "f", className: "C", args: {} }, () => {}, never);
+    const failing = nowhere.chat().call({}, { module: "m", file: "f", className: "C", args: {} }, () => {}, never());
     await expect(failing).rejects.toThrow("the Python worker could not be started with /nonexistent/python (spawn /nonexistent/python ENOENT)");
     await nowhere.close();
   });
@@ -205,8 +206,8 @@ describe("library tools in the Python workers", () => {
   let pool: PythonPool;
   let chat: PythonChat;
   const run = (library: string, settings: JsonObject, args: JsonObject = {}, more: { tool?: string; signal?: AbortSignal } = {}) =>
-    chat.call({}, { library, settings, args, ...(more.tool === undefined ? {} : { tool: more.tool }) }, () => {}, more.signal ?? never);
-  const describeTools = async (library: string, settings: JsonObject) => JSON.parse((await chat.call({}, { library, settings, describe: true, args: {} }, () => {}, never)).result) as JsonObject;
+    chat.call({}, { library, settings, args, ...(more.tool === undefined ? {} : { tool: more.tool }) }, () => {}, more.signal ?? never());
+  const describeTools = async (library: string, settings: JsonObject) => JSON.parse((await chat.call({}, { library, settings, describe: true, args: {} }, () => {}, never())).result) as JsonObject;
 
   beforeAll(() => {
     pool = new PythonPool({ command: "python3", workers: 1, cancelGraceMs: 300, importRoots: [packages] }, createLogger("silent"));
