@@ -2,6 +2,7 @@ import type { ChatRunner } from "./agents/chat-runner.js";
 import { ChatThread } from "./agents/chat-thread/chat-thread.js";
 import { AgentRegistry } from "./agents/registry.js";
 import { JwtVerifier } from "./auth/jwt.js";
+import { loadGitHosts } from "./git/hosts.js";
 import type { Config } from "./config.js";
 import type { Logger } from "./logger.js";
 import { startOperations, type Operations } from "./operations/operations.js";
@@ -53,11 +54,16 @@ export async function startAxon(
   if (operations.access.isOpen) logger.info("no AXON_NETWORK_ACCESS_FILE: every agent network is open to every caller");
   else logger.info({ file: operations.access.source }, "agent networks are granted per principal");
   const tokens = config.jwt && (await JwtVerifier.create(config.jwt, { logger }));
+  const gitHosts = await loadGitHosts(config.gitHostsFile, env, { projectRoot }).catch(async (error: unknown) => {
+    await operations.close();
+    throw error;
+  });
   const health = new HealthState();
   const server = await startServer({
     config,
     logger,
     tokens,
+    gitHosts,
     registry,
     chats,
     health,

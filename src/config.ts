@@ -29,6 +29,10 @@ export interface Config {
   policyFile: string | undefined;
   admissionFile: string | undefined;
   credentialsFile: string | undefined;
+  /** `AXON_GIT_HOSTS_FILE`: the Git hosts agents push and fetch through (`/git/<host>/...`); undefined = none. */
+  gitHostsFile: string | undefined;
+  /** `AXON_GIT_MAX_PUSH_BYTES`: the largest receive-pack request body (the pushed pack) accepted. */
+  gitMaxPushBytes: number;
   /** `AGENT_TOOLBOX_INFO_FILE`: extends the built-in toolbox. */
   toolboxInfoFile: string | undefined;
   /** `AGENT_MCP_INFO_FILE` (or neuro-san's older `MCP_SERVERS_INFO_FILE`): headers per MCP server. */
@@ -105,6 +109,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = p
     policyFile: optionalPath(projectRoot, env.AXON_POLICY_FILE),
     admissionFile: optionalPath(projectRoot, env.AXON_ADMISSION_FILE),
     credentialsFile: optionalPath(projectRoot, env.AXON_CREDENTIALS_FILE),
+    gitHostsFile: optionalPath(projectRoot, env.AXON_GIT_HOSTS_FILE),
+    gitMaxPushBytes: integer(env, "AXON_GIT_MAX_PUSH_BYTES", 2 * 1024 * 1024 * 1024, 1),
     toolboxInfoFile: optionalPath(projectRoot, env.AGENT_TOOLBOX_INFO_FILE),
     mcpInfoFile: optionalPath(projectRoot, env.AGENT_MCP_INFO_FILE || env.MCP_SERVERS_INFO_FILE),
     llmInfoFile: optionalPath(projectRoot, env.AGENT_LLM_INFO_FILE),

@@ -19,6 +19,7 @@ const operatorCommands = () => import("./operator-commands.js");
 const clientsCommand = () => import("./clients-command.js");
 const processCommands = () => import("./process-commands.js");
 const completionCommand = () => import("./completion-command.js");
+const gitCommands = () => import("./git-commands.js");
 
 /** Commands that keep serving after their action returns: the process must not exit under them. */
 const LONG_RUNNING = new Set(["serve", "mcp"]);
@@ -198,6 +199,30 @@ export function buildProgram(): Command {
     .description("add a client with a new secret, shown once")
     .option("--file <path>", "the clients file (default: AXON_CLIENTS_FILE, else $AXON_DATA_DIR/clients, else ./data/clients)")
     .action(async (name: string, options: { file?: string }, command: Command) => (await clientsCommand()).addClient(context(command), name, options.file ?? (await clientsCommand()).defaultClientsFile()));
+
+  const git = program.command("git").description("plain git clone, fetch and push through Axon's Git broker (the global Git configuration)");
+  git
+    .command("install")
+    .description("rewrite the host's URLs to go through --url, with a credential helper that answers the client secret")
+    .option("--host <name>", "the host's name in Axon's AXON_GIT_HOSTS_FILE", "github")
+    .option("--rewrite <url>", "the URL prefix the agent uses for the host (default: https://github.com/ and git@github.com: for github)")
+    .option("--secret-file <path>", "the helper reads the client secret from this file (default: AXON_CLIENT_SECRET)")
+    .action(async (options: { host: string; rewrite?: string; secretFile?: string }, command: Command) => (await gitCommands()).installGit(context(command), options));
+  git
+    .command("status")
+    .description("what goes through --url, and whether the helper finds a client secret")
+    .option("--secret-file <path>", "the file the helper reads the secret from")
+    .action(async (options: { secretFile?: string }, command: Command) => (await gitCommands()).gitStatus(context(command), options.secretFile));
+  git
+    .command("uninstall")
+    .description("remove the rewrites to --url and its credential helper")
+    .action(async (_options, command: Command) => (await gitCommands()).uninstallGit(context(command)));
+  git
+    .command("credential")
+    .description("Git's credential helper protocol (run by Git, not by hand): answers get for --url's origin")
+    .argument("<action>", "get, store or erase")
+    .option("--secret-file <path>", "read the client secret from this file instead of AXON_CLIENT_SECRET")
+    .action(async (action: string, options: { secretFile?: string }, command: Command) => (await gitCommands()).gitCredential(context(command), action, options.secretFile));
 
   program
     .command("completion")

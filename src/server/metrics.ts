@@ -83,6 +83,16 @@ class Histogram {
   }
 }
 
+/** One Git request as the metrics count it (src/git/git-routes.ts). */
+export interface GitRequestMetrics {
+  host: string;
+  service: string;
+  outcome: string;
+  bytesIn: number;
+  bytesOut: number;
+  seconds: number;
+}
+
 /**
  * The Prometheus metrics of one server instance: requests by route, protocol and code, their latency, and the streams
  * in flight, counted in plain numbers on every call and rendered as text when scraped; then Node's process metrics
@@ -95,6 +105,20 @@ export class Metrics {
   // gen_ai.client.token.usage and gen_ai.client.operation.duration, named as Prometheus exports OpenTelemetry metrics.
   private readonly tokenUsage = new Histogram("gen_ai_client_token_usage", "Tokens used per model call, by provider, model and token type.", tokenBuckets);
   private readonly llmDuration = new Histogram("gen_ai_client_operation_duration_seconds", "Time of each model call, by provider and model.", durationBuckets);
+
+  private readonly gitRequests = new Map<string, number>();
+  private readonly gitBytes = new Map<string, number>();
+  private readonly gitDuration = new Histogram("axon_git_request_duration_seconds", "Time of each Git request (a held push: until it ends), by host and service.", latencyBuckets);
+
+  /** Counts one Git smart-HTTP or LFS request: by host, service and outcome, with its bytes each way. */
+  gitRequest(record: GitRequestMetrics): void {
+    const labels = `host="${escapeLabel(record.host)}",service="${escapeLabel(record.service)}"`;
+    const withOutcome = `${labels},outcome="${escapeLabel(record.outcome)}"`;
+    this.gitRequests.set(withOutcome, (this.gitRequests.get(withOutcome) ?? 0) + 1);
+    this.gitBytes.set(`${labels},direction="in"`, (this.gitBytes.get(`${labels},direction="in"`) ?? 0) + record.bytesIn);
+    this.gitBytes.set(`${labels},direction="out"`, (this.gitBytes.get(`${labels},direction="out"`) ?? 0) + record.bytesOut);
+    this.gitDuration.observe(labels, record.seconds);
+  }
 
   /** Counts one model call (in whichever thread it ran). */
   llmCall(record: LlmCallRecord): void {
@@ -144,8 +168,17 @@ export class Metrics {
       collectDefaultMetrics({ register: registry, prefix: "axon_" });
       return registry;
     });
+    const git = [
+      "# HELP axon_git_requests_total Git smart-HTTP and LFS requests by host, service and outcome (ok, refused, failed).",
+      "# TYPE axon_git_requests_total counter",
+      ...[...this.gitRequests].map(([labels, total]) => `axon_git_requests_total{${labels}} ${total}`),
+      "# HELP axon_git_bytes_total Bytes of Git requests from the client (in) and to it (out), by host and service.",
+      "# TYPE axon_git_bytes_total counter",
+      ...[...this.gitBytes].map(([labels, total]) => `axon_git_bytes_total{${labels}} ${total}`),
+      ...this.gitDuration.render(),
+    ];
     const process = await (await this.processMetrics).metrics();
-    return `${[...requests, ...latency, ...streams, ...this.tokenUsage.render(), ...this.llmDuration.render()].join("\n")}\n\n${process}`;
+    return `${[...requests, ...latency, ...streams, ...this.tokenUsage.render(), ...this.llmDuration.render(), ...git].join("\n")}\n\n${process}`;
   }
 }
 

@@ -36,6 +36,10 @@ import { rpcFramingOf, unknownRpc, unsupportedEncoding, unsupportedEncodingError
 import { requestPath, RpcMethods, type ResolvedMethod } from "./rpc-methods.js";
 import { toConnectError } from "./status.js";
 import { createTransferRoutes } from "./transfer-routes.js";
+import { createGitRoutes } from "../git/git-routes.js";
+import { GitHosts } from "../git/hosts.js";
+import { systemClock } from "../operations/clock.js";
+import path from "node:path";
 import { isStrictService } from "./strict/contract.js";
 import { refuseUndecodable } from "./undecodable.js";
 import { serveWebConsole } from "./web-console.js";
@@ -45,6 +49,8 @@ export interface AxonServerOptions extends Services {
   logger: Logger;
   /** Bearer JWTs from an identity provider, when AXON_JWT_ISSUER is set. */
   tokens?: JwtVerifier | undefined;
+  /** The Git hosts agents push and fetch through (AXON_GIT_HOSTS_FILE); none when absent. */
+  gitHosts?: GitHosts | undefined;
 }
 
 export interface AxonServer {
@@ -110,6 +116,17 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
   const rest = createRestTranscoder({ services: restServices.filter(served), methods, ...direct });
   const webConsole = serveWebConsole();
   const transferRoutes = createTransferRoutes({ transfers: options.operations.transfers, authenticator, logger });
+  const gitRoutes = createGitRoutes({
+    hosts: options.gitHosts ?? new GitHosts(),
+    broker: options.operations.broker,
+    authenticator,
+    logger,
+    metrics,
+    clock: systemClock,
+    spoolDirectory: path.join(config.dataDir, "git-spool"),
+    maxPushBytes: config.gitMaxPushBytes,
+    shutdownSignal: shutdown.signal,
+  });
   let mcp: Promise<McpHandler> | undefined;
   const mcpHandler = (): Promise<McpHandler> =>
     (mcp ??= import("../mcp/http-transport.js").then(({ createMcpHandler }) =>
@@ -206,6 +223,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
       return connectUnary(req, res, rpc) ?? serveOnConnectNode(req, res, rpc);
     }
     if (path === mcpPath && config.mcpEnable) return void (await (await mcpHandler()).handle(req, res));
+    if (await gitRoutes.handle(req, res)) return;
     // No REST template names a transfer or a console path: REST, which most calls are, is asked first.
     if (await rest.handle(req, res)) return;
     if (await transferRoutes.handle(req, res)) return;

@@ -1,0 +1,98 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { HttpRequest, HttpResponse } from "../server/listener.js";
+import type { NativeCalls } from "../operations/native-calls.js";
+import type { UpstreamCredentials } from "./upstream-credentials.js";
+import type { GitRepository } from "./repository.js";
+
+/** What the Git routes share: the decider, the upstream credentials, and the limits. */
+export interface GitServices {
+  /** `broker.native`, looked up per request: the broker exists once the database has opened. */
+  native(): Pick<NativeCalls, "hold">;
+  credentials: UpstreamCredentials;
+  /** Where pushes are spooled while they are decided. */
+  spoolDirectory: string;
+  maxPushBytes: number;
+}
+
+/** What one Git request did, for its log line, metrics and span. Never a secret: no header, no URL query, no token. */
+export interface GitRecord {
+  service: string;
+  operation?: string;
+  /** The ref updates of a push, each with its class. */
+  updates?: JsonObject[];
+  /** How it was allowed (`rule:<id>`, `grant:<id>`, `approval:<id>`), or why it was refused. */
+  decision?: string;
+  upstreamStatus?: number;
+  bytesIn: number;
+  bytesOut: number;
+  /** `ok`, `refused` (policy, an operator, a moved ref), or `failed` (the upstream, or the client left). */
+  outcome: "ok" | "refused" | "failed";
+  code?: string;
+}
+
+/** One Git request in flight: who asks, for which repository, and whether it is still wanted. */
+export interface GitExchange {
+  req: HttpRequest;
+  res: HttpResponse;
+  clientId: string;
+  repository: GitRepository;
+  /** Aborted when the client goes away or the server shuts down. */
+  signal: AbortSignal;
+  record: GitRecord;
+}
+
+/** Writes `bytes` and waits while the client's socket is full; resolves false once the client has gone. */
+export async function send(exchange: GitExchange, bytes: Uint8Array): Promise<boolean> {
+  const { res } = exchange;
+  if (res.destroyed || res.writableEnded) return false;
+  if (bytes.byteLength === 0) return true;
+  exchange.record.bytesOut += bytes.byteLength;
+  if ((res.write as (chunk: Uint8Array) => boolean).call(res, bytes)) return true;
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
+  return !res.destroyed;
+}
+
+/** Ends the answer; resolves once it has gone out (or the client left). */
+export function finishAnswer(exchange: GitExchange): Promise<void> {
+  const { res } = exchange;
+  return new Promise((resolve) => {
+    if (res.destroyed || res.writableFinished) return resolve();
+    res.once("close", () => resolve());
+    res.end(() => resolve());
+  });
+}
+
+/**
+ * A plain-text failure as Git's smart-HTTP client expects one: for a ref advertisement Git shows the body's lines as
+ * `remote: ...`; elsewhere it shows the status.
+ */
+export function answerText(exchange: GitExchange, status: number, message: string, headers: Record<string, string> = {}): void {
+  const { res, req } = exchange;
+  if (res.headersSent) return void res.destroy();
+  const body = `axon: ${message}\n`;
+  exchange.record.bytesOut += Buffer.byteLength(body);
+  // A body still arriving is not read to be dropped: the connection closes after the answer.
+  const unread = !req.complete && ((req.headers["content-length"] ?? "0") !== "0" || req.headers["transfer-encoding"] !== undefined);
+  res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-cache", ...(unread && "httpVersionMajor" in req && req.httpVersionMajor === 1 ? { connection: "close" } : {}), ...headers });
+  res.end(body);
+}
+
+/** The client's request headers a host needs to answer as it would answer the client (never its Authorization). */
+export function forwardedHeaders(req: HttpRequest, names: readonly string[], authorization: string | undefined): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of names) {
+    const value = req.headers[name];
+    if (typeof value === "string") headers[name] = value;
+  }
+  headers["user-agent"] = typeof req.headers["user-agent"] === "string" ? req.headers["user-agent"] : "git/axon";
+  if (authorization !== undefined) headers.authorization = authorization;
+  return headers;
+}
