@@ -9,6 +9,7 @@ import { waitForDatabase } from "../store/database-wait.js";
 import { loadAdmissionLimits } from "./admission.js";
 import { OperationsBroker } from "./broker.js";
 import { systemClock, type Clock } from "./clock.js";
+import { newId } from "./lifecycle.js";
 import { Notifier } from "./notifier.js";
 import { OnceOpen } from "./once-open.js";
 import { loadPolicy, operationsAvailableTo } from "./policy.js";
@@ -87,8 +88,10 @@ export async function startOperations(
         ? await (await import("../store/replica-notifications.js")).listenToReplicas(config.databaseUrl, (message) => notifier.receivedFromReplica(message), logger)
         : undefined;
     if (replicas) notifier.publishTo((message) => replicas.publish(message));
-    const broker = new OperationsBroker({ store, policy, admission, providers, notifier, logger, clock });
+    const replicaId = newId("replica");
+    const broker = new OperationsBroker({ store, policy, admission, providers, notifier, logger, clock, replicaId });
     const worker = new ExecutionWorker({
+      id: replicaId,
       store: operationsStore(database, database.background),
       providers,
       notifier,
@@ -105,6 +108,7 @@ export async function startOperations(
     closeAssembled = async () => {
       clearInterval(sweeper);
       await worker.stop();
+      await broker.native.flush();
       await replicas?.close();
       transfers.close();
       await database.close();
@@ -131,7 +135,7 @@ export async function startOperations(
       ...clients.generated.map((secret) => ({ ...secret, kind: "client" })),
       ...operators.generated.map((secret) => ({ ...secret, kind: "operator" })),
     ],
-    operationsFor: (clientId) => operationsAvailableTo(policy, clientId, providers.names()),
+    operationsFor: (clientId) => operationsAvailableTo(policy, clientId, providers.submittable()),
     access,
     async close() {
       waiting.stop();
