@@ -25,6 +25,7 @@ const MAX_ADVERTISEMENT_BYTES = 64 * 1024 * 1024;
  * the decision, and a push whose client leaves is withdrawn.
  */
 export async function receivePack(exchange: GitExchange, services: GitServices): Promise<void> {
+  exchange.record.service = "git-receive-pack";
   const spool = await Spool.create(services.spoolDirectory);
   const intake = new PushIntake(exchange.req, spool, services.maxPushBytes);
   try {

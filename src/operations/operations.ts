@@ -16,6 +16,8 @@ import { loadPolicy, operationsAvailableTo } from "./policy.js";
 import { AgentChatProvider } from "./providers/agent-chat.js";
 import { loadCredentials } from "./providers/credentials.js";
 import { HttpRequestProvider } from "./providers/http-request.js";
+import { nativeProvider } from "./providers/native.js";
+import { gitNativeOperations } from "../git/git-operations.js";
 import { ProviderRegistry } from "./providers/registry.js";
 import { operationsStore } from "./store.js";
 import { transferSettingsFromEnv } from "./transfers/settings.js";
@@ -75,6 +77,8 @@ export async function startOperations(
   const providers = new ProviderRegistry([
     new AgentChatProvider({ registry: deps.registry, access, chats: deps.chats }),
     new HttpRequestProvider({ credentials, sealedBodies, timeoutMs: config.httpRequestTimeoutSeconds * 1000 }),
+    // Git smart HTTP and LFS: decided here, executed by their routes (src/git/).
+    ...gitNativeOperations.map(nativeProvider),
   ]);
 
   const assemble = async (database: Database): Promise<void> => {
