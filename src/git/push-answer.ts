@@ -24,7 +24,7 @@ export class PushAnswer {
 
   /** The push waits for an operator's decision on `requestId`: the terminal is told, where the client can show it. */
   waiting(requestId: string): void {
-    if (this.waitingDone || this.format.sidebandPacket === undefined || this.format.quiet) return;
+    if (this.waitingDone || this.format.sidebandPacket === undefined) return;
     this.start();
     void send(this.exchange, progressLine(this.format, `waiting for operator approval (${requestId})\n`));
     const since = Date.now();

@@ -5,13 +5,11 @@ export interface PushAnswerFormat {
   /** The largest sideband packet, or undefined without sideband (then nothing but the report can be said). */
   sidebandPacket: number | undefined;
   reportStatus: boolean;
-  /** `quiet`: the client wants no progress. */
-  quiet: boolean;
 }
 
 export function answerFormat(capabilities: readonly string[]): PushAnswerFormat {
   const sidebandPacket = capabilities.includes("side-band-64k") ? 65520 : capabilities.includes("side-band") ? 1000 : undefined;
-  return { sidebandPacket, reportStatus: capabilities.includes("report-status") || capabilities.includes("report-status-v2"), quiet: capabilities.includes("quiet") };
+  return { sidebandPacket, reportStatus: capabilities.includes("report-status") || capabilities.includes("report-status-v2") };
 }
 
 /**
@@ -23,9 +21,12 @@ export function rejectionReport(format: PushAnswerFormat, refs: readonly { ref: 
   return format.sidebandPacket === undefined ? report : Buffer.concat([sidebandLines(1, report, format.sidebandPacket), FLUSH]);
 }
 
-/** A progress line for the terminal (`remote: <text>`), or nothing when the client cannot show one or asked for quiet. */
+/**
+ * A line for the terminal (`remote: <text>`), or nothing without sideband. `quiet` does not silence it: like a hook's
+ * message, it says what happens to the push, not how far its unpacking got.
+ */
 export function progressLine(format: PushAnswerFormat, text: string): Buffer {
-  if (format.sidebandPacket === undefined || format.quiet) return Buffer.alloc(0);
+  if (format.sidebandPacket === undefined) return Buffer.alloc(0);
   return sidebandLines(2, text, format.sidebandPacket);
 }
 

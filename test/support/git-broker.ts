@@ -95,8 +95,14 @@ export function operatorApi(baseUrl: string) {
   const api = {
     call,
     pending: async (): Promise<Json[]> => (await call("GET", "/api/operator/v1/requests?status=pending")).body.requests as Json[],
-    /** Waits until `count` requests are pending (a held push shows up once its body is in and it is decided). */
-    waitForPending: (count = 1) => until(async () => ((await api.pending()).length >= count ? api.pending() : undefined), `${count} pending request(s)`),
+    /** Waits until `count` requests are pending for `repository` (a push is held once its updates are classified). */
+    waitForPending: (repository: string, count = 1) =>
+      until(async () => {
+        const pending = (await api.pending()).filter((request) => request.target?.name === repository);
+        return pending.length >= count ? pending : undefined;
+      }, `${count} pending request(s) for ${repository}`),
+    /** The request with its linked operation. */
+    get: async (id: string): Promise<Json> => (await call("GET", `/api/operator/v1/requests/${id}`)).body,
     async decide(action: "approve" | "deny", id: string, terms: Json = {}) {
       const request = await call("GET", `/api/operator/v1/requests/${id}`);
       return call("POST", `/api/operator/v1/requests/${id}/${action}`, { expected_revision: request.body.revision, ...terms });
