@@ -34,8 +34,11 @@ export const hostName = "scripted";
  * documented `git config` lines: the host's URLs rewritten to Axon's, and a credential helper answering the client
  * secret from AXON_CLIENT_SECRET.
  */
-export async function startGitBroker(options: { policy?: Json; env?: Record<string, string>; host?: ScriptedGitHost; hostsFile?: (hostUrl: string) => string } = {}): Promise<GitBroker> {
+export async function startGitBroker(
+  options: { policy?: Json; env?: Record<string, string>; host?: ScriptedGitHost; name?: string; hostsFile?: (hostUrl: string, dir: string) => string } = {},
+): Promise<GitBroker> {
   const host = options.host ?? (await startGitHost());
+  const name = options.name ?? hostName;
   const dir = mkdtempSync(path.join(os.tmpdir(), "axon-git-broker-"));
   const dataDir = path.join(dir, "data");
   const file = (name: string, text: string) => {
@@ -47,7 +50,7 @@ export async function startGitBroker(options: { policy?: Json; env?: Record<stri
     AXON_CLIENTS_FILE: file("clients", `alice = ${alice}\nbob = ${bob}\n`),
     AXON_OPERATORS_FILE: file("operators", `ops = ${operator}\n`),
     AXON_ADMISSION_FILE: file("admission.json", JSON.stringify(roomyAdmission)),
-    AXON_GIT_HOSTS_FILE: file("git-hosts.hocon", options.hostsFile?.(host.url) ?? `${hostName} { base_url: "${host.url}", token_env: "SCRIPTED_HOST_TOKEN" }\n`),
+    AXON_GIT_HOSTS_FILE: file("git-hosts.hocon", options.hostsFile?.(host.url, dir) ?? `${name} { base_url: "${host.url}", token_env: "SCRIPTED_HOST_TOKEN" }\n`),
     SCRIPTED_HOST_TOKEN: host.token,
     ...(options.policy ? { AXON_POLICY_FILE: file("policy.json", JSON.stringify(options.policy)) } : {}),
     ...options.env,
@@ -56,7 +59,7 @@ export async function startGitBroker(options: { policy?: Json; env?: Record<stri
   const agent = gitSandbox();
   agent.env.AXON_CLIENT_SECRET = alice;
   // The two lines docs/git.md gives an agent that cannot run `axon git install`.
-  await agent.git(["config", "--global", `url.${axon.url}/git/${hostName}/.insteadOf`, `${host.url}/`]);
+  await agent.git(["config", "--global", `url.${axon.url}/git/${name}/.insteadOf`, `${host.url}/`]);
   await agent.git(["config", "--global", `credential.${axon.url}.helper`, '!f() { test "$1" = get && echo username=axon && echo "password=$AXON_CLIENT_SECRET"; }; f']);
 
   return {
