@@ -12,6 +12,8 @@ export interface GitServices {
   /** Where pushes are spooled while they are decided. */
   spoolDirectory: string;
   maxPushBytes: number;
+  /** Aborted once the server's grace period is over: what still waits (a held push) is told the server is stopping. */
+  shutdownSignal: AbortSignal;
 }
 
 /** What one Git request did, for its log line, metrics and span. Never a secret: no header, no URL query, no token. */

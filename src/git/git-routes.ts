@@ -60,6 +60,7 @@ export function createGitRoutes(options: GitRoutesOptions): GitRoutes {
     credentials,
     spoolDirectory: options.spoolDirectory,
     maxPushBytes: options.maxPushBytes,
+    shutdownSignal: options.shutdownSignal,
   };
 
   async function serve(req: HttpRequest, res: HttpResponse, path: string, query: string): Promise<void> {

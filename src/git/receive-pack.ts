@@ -85,7 +85,8 @@ async function servePush(exchange: GitExchange, services: GitServices, intake: P
     const body = await intake.done.catch((error: unknown) => error);
     if (!isPushBody(body)) return answerIntakeFailure(exchange, body);
     record.bytesIn = body.bytes;
-    return answer.reject(`axon: ${refusalReason(decision, operation)}`);
+    const stopping = decision.code === "operation_canceled" && services.shutdownSignal.aborted;
+    return answer.reject(`axon: ${stopping ? "the server is restarting before the push was decided: push again" : refusalReason(decision, operation)}`);
   }
   record.decision = "rule" in decision.via ? `rule:${decision.via.rule}` : "grant" in decision.via ? `grant:${decision.via.grant}` : `approval:${decision.via.approval}`;
   const outcome = await forwardPush(exchange, services, { intake, spool, answer, updates, format: { sideband: format.sidebandPacket !== undefined } }).catch(

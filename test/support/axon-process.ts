@@ -58,7 +58,8 @@ export async function startAxonProcess(env: Record<string, string>, options: { s
     });
     void closed.then((code) => {
       clearTimeout(timer);
-      reject(new Error(`Axon exited with ${code} before serving\n${stderr}`));
+      // A start-up failure is a log line (JSON on stdout), not stderr: the last few say why.
+      reject(new Error(`Axon exited with ${code} before serving\n${stderr}${logs.slice(-3).map((line) => JSON.stringify(line)).join("\n")}`));
     });
   }).catch((error: unknown) => {
     child.kill("SIGKILL");

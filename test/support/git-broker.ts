@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startAxonProcess, type AxonProcess } from "./axon-process.js";
@@ -16,6 +16,8 @@ export interface GitBroker {
   agent: GitSandbox;
   /** Where Axon keeps its database and files. */
   dataDir: string;
+  /** Axon's environment: another replica started with it shares the files (and, with DATABASE_URL, the database). */
+  env: Record<string, string>;
   /** The URL an agent uses for a repository: the host's own, which its Git config rewrites to Axon's. */
   remote(repository: string): string;
   /** Axon's `git request` log lines of `service`, once there are at least `count` (a line follows its answer). */
@@ -41,6 +43,7 @@ export async function startGitBroker(
   const name = options.name ?? hostName;
   const dir = mkdtempSync(path.join(os.tmpdir(), "axon-git-broker-"));
   const dataDir = path.join(dir, "data");
+  mkdirSync(dataDir);
   const file = (name: string, text: string) => {
     writeFileSync(path.join(dir, name), text, { mode: 0o600 });
     return path.join(dir, name);
@@ -67,6 +70,7 @@ export async function startGitBroker(
     host,
     agent,
     dataDir,
+    env,
     remote: (repository) => `${host.url}/${repository}`,
     operator: operatorApi(axon.url),
     gitLog(service, count) {

@@ -25,6 +25,8 @@ export interface ScriptedGitHost {
   token: string;
   /** Secrets of the host's LFS storage that must never reach an agent: URL signatures and the storage header. */
   storageSecrets: string[];
+  /** Smart-HTTP body bytes the host received and sent (headers not counted), for the bench's ratios. */
+  bytes: { received: number; sent: number };
   /** LFS objects the host stores, by oid. */
   lfsObjects: Map<string, Buffer>;
   /** A new bare repository, optionally seeded from a work tree's branches and tags. */
@@ -51,6 +53,7 @@ export async function startGitHost(options: { token?: string; anonymousReads?: b
   const signingKey = randomBytes(16).toString("hex");
   const storageSecrets = [storageToken];
   const lfsObjects = new Map<string, Buffer>();
+  const bytes = { received: 0, sent: 0 };
   const sign = (oid: string) => createHash("sha256").update(`${signingKey}:${oid}`).digest("hex");
   let url = "";
 
@@ -154,6 +157,8 @@ export async function startGitHost(options: { token?: string; anonymousReads?: b
       ...(req.headers["git-protocol"] ? { GIT_PROTOCOL: String(req.headers["git-protocol"]) } : {}),
     };
     const backend = spawn("git", ["http-backend"], { env, stdio: ["pipe", "pipe", "pipe"] });
+    req.on("data", (piece: Buffer) => (bytes.received += piece.length));
+    backend.stdout.on("data", (piece: Buffer) => (bytes.sent += piece.length));
     req.pipe(backend.stdin);
     backend.stdin.on("error", () => undefined);
     backend.stderr.resume();
@@ -181,6 +186,7 @@ export async function startGitHost(options: { token?: string; anonymousReads?: b
         else headers[name] = value;
       }
       res.writeHead(status, headers);
+      bytes.sent -= end + 4; // the CGI headers are no body
       res.write(head.subarray(end + 4));
     });
     backend.stdout.on("end", () => res.end());
@@ -195,6 +201,7 @@ export async function startGitHost(options: { token?: string; anonymousReads?: b
     requests,
     token,
     storageSecrets,
+    bytes,
     lfsObjects,
     async createRepository(repository, seedFrom) {
       const bare = path.join(root, repository);
