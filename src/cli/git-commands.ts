@@ -99,7 +99,7 @@ async function configuredRewrites(axon: string): Promise<{ from: string; to: str
 
 /** The helper command Git runs: this very CLI, by absolute paths, so a PATH that changes cannot swap it. */
 function helperCommand(axon: string, secretFile: string | undefined): string {
-  const cli = process.argv[1] ?? "axon";
+  const cli = path.resolve(process.argv[1] ?? "axon");
   const quoted = (value: string) => `'${value.replace(/'/g, `'\\''`)}'`;
   return `!${quoted(process.execPath)} ${quoted(cli)} --url ${quoted(axon)} git credential${secretFile === undefined ? "" : ` --secret-file ${quoted(secretFile)}`}`;
 }
