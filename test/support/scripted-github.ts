@@ -33,7 +33,11 @@ export interface ScriptedGitHub {
  * `POST /app/installations/{id}/access_tokens`, both authenticated by the App's RS256 JWT, which is verified here
  * against the App's public key (issuer, at most ten minutes of lifetime, issued in the past).
  */
-export async function startScriptedGitHub(options: { appId?: number; installations?: Record<number, string[]> } = {}): Promise<ScriptedGitHub> {
+export async function startScriptedGitHub(
+  options: { appId?: number; installations?: Record<number, string[]>; tokenLifetimeMs?: number; now?: () => number } = {},
+): Promise<ScriptedGitHub> {
+  const now = options.now ?? Date.now;
+  const tokenLifetimeMs = options.tokenLifetimeMs ?? 3600_000;
   const appId = options.appId ?? 4242;
   const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
   const installations = new Map(Object.entries(options.installations ?? { 77: ["acme/widgets"] }).map(([id, repositories]) => [Number(id), repositories]));
@@ -55,8 +59,8 @@ export async function startScriptedGitHub(options: { appId?: number; installatio
     const jwt = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1];
     if (jwt === undefined) return false;
     try {
-      const { payload, protectedHeader } = await jwtVerify(jwt, key, { algorithms: ["RS256"], issuer: String(appId) });
-      return protectedHeader.alg === "RS256" && payload.exp! - payload.iat! <= 600 && payload.iat! <= Date.now() / 1000;
+      const { payload, protectedHeader } = await jwtVerify(jwt, key, { algorithms: ["RS256"], issuer: String(appId), currentDate: new Date(now()) });
+      return protectedHeader.alg === "RS256" && payload.exp! - payload.iat! <= 600 && payload.iat! <= now() / 1000;
     } catch {
       return false;
     }
@@ -89,7 +93,7 @@ export async function startScriptedGitHub(options: { appId?: number; installatio
       const token = `ghs_${randomBytes(18).toString("hex")}`;
       state.minted.push({ installation: id, token, repositories: body.repositories ?? [], permissions: body.permissions ?? {} });
       state.onMint?.(token);
-      return json(201, { token, expires_at: new Date(Date.now() + 3600_000).toISOString(), permissions: body.permissions, repository_selection: "selected" });
+      return json(201, { token, expires_at: new Date(now() + tokenLifetimeMs).toISOString(), permissions: body.permissions, repository_selection: "selected" });
     }
     json(404, { message: "Not Found" });
   });
