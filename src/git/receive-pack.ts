@@ -6,7 +6,7 @@ import { pushCall } from "./git-operations.js";
 import { PushAnswer } from "./push-answer.js";
 import { mostDemanding, type ClassifiedUpdate } from "./push-classes.js";
 import { isZeroId, PushCommandsError, type PushCommands } from "./push-commands.js";
-import { PushIntake, type PushBody } from "./push-intake.js";
+import { PushIntake, pushTooLarge, type PushBody } from "./push-intake.js";
 import { refusalReason } from "./refusals.js";
 import { answerFormat, PushReportReader } from "./report-status.js";
 import { upstreamUrl } from "./repository.js";
@@ -26,6 +26,7 @@ const MAX_ADVERTISEMENT_BYTES = 64 * 1024 * 1024;
  */
 export async function receivePack(exchange: GitExchange, services: GitServices): Promise<void> {
   exchange.record.service = "git-receive-pack";
+  if ((declaredLength(exchange.req) ?? 0) > services.maxPushBytes) return answerIntakeFailure(exchange, pushTooLarge(services.maxPushBytes));
   const spool = await Spool.create(services.spoolDirectory);
   const intake = new PushIntake(exchange.req, spool, services.maxPushBytes);
   try {
@@ -90,7 +91,13 @@ async function servePush(exchange: GitExchange, services: GitServices, intake: P
   }
   record.decision = "rule" in decision.via ? `rule:${decision.via.rule}` : "grant" in decision.via ? `grant:${decision.via.grant}` : `approval:${decision.via.approval}`;
   const outcome = await forwardPush(exchange, services, { intake, spool, answer, updates, format: { sideband: format.sidebandPacket !== undefined } }).catch(
-    (error: unknown): NativeOutcome => ({ ok: false, code: "git_push_failed", message: error instanceof AxonError ? error.message : "the push failed" }),
+    async (error: unknown): Promise<NativeOutcome> => {
+      // The push broke off on its way upstream: because its body did (too large, the client left), or the host did.
+      const body = await intake.done.catch((failure: unknown) => failure);
+      if (!isPushBody(body)) answerIntakeFailure(exchange, body);
+      else await answer.reject(`axon: ${error instanceof AxonError ? error.message : "the push could not be sent upstream"}`);
+      return { ok: false, code: "git_push_failed", message: error instanceof AxonError ? error.message : "the push could not be sent upstream" };
+    },
   );
   await decision.finish(outcome);
   record.outcome = outcome.ok ? "ok" : record.outcome === "refused" ? "refused" : "failed";

@@ -62,7 +62,8 @@ const lingerMs = 2_000;
  */
 function lingeringClose(req: http.IncomingMessage): void {
   const { socket } = req;
-  if (socket.destroyed) return;
+  // Node lets go of a socket that closed before the answer finished: there is nothing left to close then.
+  if (socket === null || socket.destroyed) return;
   // Node closes a `Connection: close` response with destroySoon, whose destroy follows the FIN at once.
   socket.removeListener("finish", socket.destroy);
   socket.end();
