@@ -1,6 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { HttpRequest, HttpResponse } from "../server/listener.js";
-import type { NativeCalls } from "../operations/native-calls.js";
+import type { Allowed, NativeCalls, Refused } from "../operations/native-calls.js";
 import type { UpstreamCredentials } from "./upstream-credentials.js";
 import type { GitRepository } from "./repository.js";
 
@@ -30,6 +30,19 @@ export interface GitRecord {
   /** `ok`, `refused` (policy, an operator, a moved ref), or `failed` (the upstream, or the client left). */
   outcome: "ok" | "refused" | "failed";
   code?: string;
+}
+
+/** Notes how the call was allowed: `rule:<id>`, `grant:<id>` or `approval:<id>`. */
+export function recordAllowed(record: GitRecord, allowed: Allowed): void {
+  const via = allowed.via;
+  record.decision = "rule" in via ? `rule:${via.rule}` : "grant" in via ? `grant:${via.grant}` : `approval:${via.approval}`;
+}
+
+/** Notes why the call was refused: the rule, or the decider's code word. */
+export function recordRefused(record: GitRecord, refused: Refused): void {
+  record.outcome = "refused";
+  record.code = refused.code;
+  record.decision = refused.rule === undefined ? refused.code : `rule:${refused.rule}`;
 }
 
 /** One Git request in flight: who asks, for which repository, and whether it is still wanted. */
@@ -77,13 +90,16 @@ export function finishAnswer(exchange: GitExchange): Promise<void> {
  * `remote: ...`; elsewhere it shows the status.
  */
 export function answerText(exchange: GitExchange, status: number, message: string, headers: Record<string, string> = {}): void {
+  answerWith(exchange, status, "text/plain; charset=utf-8", `axon: ${message}\n`, { "cache-control": "no-cache", ...headers });
+}
+
+/** An answer of Axon's own, complete in one write; a request body still arriving is not read to be dropped. */
+export function answerWith(exchange: GitExchange, status: number, contentType: string, body: string, headers: Record<string, string> = {}): void {
   const { res, req } = exchange;
   if (res.headersSent) return void res.destroy();
-  const body = `axon: ${message}\n`;
   exchange.record.bytesOut += Buffer.byteLength(body);
-  // A body still arriving is not read to be dropped: the connection closes after the answer.
   const unread = !req.complete && ((req.headers["content-length"] ?? "0") !== "0" || req.headers["transfer-encoding"] !== undefined);
-  res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-cache", ...(unread && "httpVersionMajor" in req && req.httpVersionMajor === 1 ? { connection: "close" } : {}), ...headers });
+  res.writeHead(status, { "content-type": contentType, ...(unread && "httpVersionMajor" in req && req.httpVersionMajor === 1 ? { connection: "close" } : {}), ...headers });
   res.end(body);
 }
 

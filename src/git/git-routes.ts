@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { SpanKind } from "@opentelemetry/api";
+import { Code } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Clock } from "../operations/clock.js";
 import type { NativeCalls } from "../operations/native-calls.js";
@@ -94,9 +95,11 @@ export function createGitRoutes(options: GitRoutesOptions): GitRoutes {
     res.once("close", onClose);
     const signal = AbortSignal.any([abort.signal, options.shutdownSignal]);
     const exchange: GitExchange = { req, res, clientId, repository: route.repository, signal, record };
-    const attributes = { "axon.git.host": route.repository.host.name, "axon.git.repository": `${route.repository.owner}/${route.repository.name}`, "axon.git.service": route.service };
+    // A capability is a bearer of authority: it names no span and no log line.
+    const service = capabilityId === undefined ? route.service : "info/lfs/objects/{capability}";
+    const attributes = { "axon.git.host": route.repository.host.name, "axon.git.repository": `${route.repository.owner}/${route.repository.name}`, "axon.git.service": service };
     try {
-      await traced(`git ${route.service.startsWith("info/lfs/objects/") && capabilityId ? "info/lfs/objects" : route.service}`, SpanKind.SERVER, attributes, () => dispatch(exchange, route, capabilityId, query), (span) =>
+      await traced(`git ${service}`, SpanKind.SERVER, attributes, () => dispatch(exchange, route, capabilityId, query), (span) =>
         span.setAttributes({
           "enduser.id": exchange.clientId,
           "axon.git.outcome": record.outcome,
@@ -109,7 +112,7 @@ export function createGitRoutes(options: GitRoutesOptions): GitRoutes {
         }),
       );
     } catch (error) {
-      answerFailure(exchange, error, lfs);
+      answerFailure(exchange, error, lfs, service);
     } finally {
       res.off("close", onClose);
       log(record, route, started, exchange.clientId);
@@ -140,14 +143,15 @@ export function createGitRoutes(options: GitRoutesOptions): GitRoutes {
   }
 
   /** What was not answered already: an admission refusal, a database not open yet, or a bug (never its text). */
-  function answerFailure(exchange: GitExchange, error: unknown, lfs: boolean): void {
+  function answerFailure(exchange: GitExchange, error: unknown, lfs: boolean, service: string): void {
     const status = toConnectError(error);
+    const exhausted = status.code === Code.ResourceExhausted;
     exchange.record.outcome = "failed";
-    exchange.record.code ??= status.code === 8 ? "resource_exhausted" : "internal";
-    if (!isExpected(error)) logger.error({ err: error, category: "git", path: exchange.req.url?.split("?", 1)[0] }, "git request failed");
+    exchange.record.code ??= exhausted ? "resource_exhausted" : status.code === Code.Unavailable ? "unavailable" : "internal";
+    if (!isExpected(error)) logger.error({ err: error, category: "git", host: exchange.repository.host.name, service }, "git request failed");
     const retryAfter = status.metadata.get("retry-after");
     const headers: Record<string, string> = retryAfter === null ? {} : { "retry-after": retryAfter };
-    const httpStatus = status.code === 8 ? 429 : httpStatusOf(status.code);
+    const httpStatus = exhausted ? 429 : httpStatusOf(status.code);
     if (lfs) answerLfs(exchange, httpStatus, status.rawMessage, headers);
     else answerText(exchange, httpStatus, status.rawMessage, headers);
   }

@@ -1,16 +1,10 @@
-import type { GitExchange } from "./git-exchange.js";
+import { answerWith, type GitExchange } from "./git-exchange.js";
 
 export const LFS_TYPE = "application/vnd.git-lfs+json";
 
 /** An LFS error as git-lfs reads one (`{message}`), which it prints. */
 export function answerLfs(exchange: GitExchange, status: number, message: string, headers: Record<string, string> = {}): void {
-  const { res, req } = exchange;
-  if (res.headersSent) return void res.destroy();
-  const body = JSON.stringify({ message: `axon: ${message}` });
-  exchange.record.bytesOut += Buffer.byteLength(body);
-  const unread = !req.complete && ((req.headers["content-length"] ?? "0") !== "0" || req.headers["transfer-encoding"] !== undefined);
-  res.writeHead(status, { "content-type": LFS_TYPE, ...(unread && "httpVersionMajor" in req && req.httpVersionMajor === 1 ? { connection: "close" } : {}), ...headers });
-  res.end(body);
+  answerWith(exchange, status, LFS_TYPE, JSON.stringify({ message: `axon: ${message}` }), headers);
 }
 
 /** What the client hears of a host that refused an LFS request: never a 401, which would send git-lfs to its helper. */

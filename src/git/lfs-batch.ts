@@ -2,14 +2,13 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { AxonError } from "../errors.js";
 import type { NativeOutcome } from "../operations/native-calls.js";
 import { isJsonObject } from "../json.js";
-import { finishAnswer, forwardedHeaders, send, type GitExchange, type GitServices } from "./git-exchange.js";
+import { finishAnswer, forwardedHeaders, recordAllowed, recordRefused, send, type GitExchange, type GitServices } from "./git-exchange.js";
 import { lfsCall } from "./git-operations.js";
 import { answerLfs, answerLfsUpstreamFailure, LFS_TYPE, LfsRequestError, readJsonBody } from "./lfs-answers.js";
 import type { LfsCapabilities } from "./lfs-capabilities.js";
 import { refusalReason } from "./refusals.js";
 import { upstreamUrl } from "./repository.js";
 import { readLimited, requestUpstream } from "./upstream.js";
-import { viaOf } from "./upload-pack.js";
 
 const MAX_BATCH_BYTES = 4 * 1024 * 1024;
 const MAX_BATCH_OBJECTS = 1000;
@@ -49,12 +48,10 @@ export async function lfsBatch(exchange: GitExchange, services: GitServices, cap
   const words = `Git LFS ${batch.operation} of ${batch.objects.length} object${batch.objects.length === 1 ? "" : "s"} (${bytes} bytes)`;
   const decision = await services.native().hold(lfsCall(exchange.clientId, repository, operation, detail, words), { signal: exchange.signal });
   if (decision.effect === "refused") {
-    record.outcome = "refused";
-    record.code = decision.code;
-    record.decision = decision.rule === undefined ? decision.code : `rule:${decision.rule}`;
+    recordRefused(record, decision);
     return answerLfs(exchange, 403, refusalReason(decision, operation));
   }
-  record.decision = viaOf(decision);
+  recordAllowed(record, decision);
   let outcome: NativeOutcome;
   try {
     const authorization = await services.credentials.authorization(repository.host, repository.owner, repository.name, batch.operation === "download" ? "read" : "write");

@@ -1,12 +1,11 @@
 import { AxonError } from "../errors.js";
 import type { NativeOutcome } from "../operations/native-calls.js";
-import { finishAnswer, forwardedHeaders, send, type GitExchange, type GitServices } from "./git-exchange.js";
+import { finishAnswer, forwardedHeaders, recordAllowed, recordRefused, send, type GitExchange, type GitServices } from "./git-exchange.js";
 import { lfsCall } from "./git-operations.js";
 import { answerLfs, answerLfsUpstreamFailure, LFS_TYPE, LfsRequestError } from "./lfs-answers.js";
 import { refusalReason } from "./refusals.js";
 import { upstreamUrl } from "./repository.js";
 import { readLimited, requestUpstream } from "./upstream.js";
-import { viaOf } from "./upload-pack.js";
 
 const MAX_LOCK_BODY = 64 * 1024;
 const MAX_LOCK_ANSWER = 8 * 1024 * 1024;
@@ -32,12 +31,10 @@ export async function lfsLocks(exchange: GitExchange, services: GitServices, ser
   const action = service.endsWith("/unlock") ? "unlock" : service.endsWith("/verify") ? "verify locks" : method === "GET" ? "list locks" : "lock";
   const decision = await services.native().hold(lfsCall(exchange.clientId, repository, operation, { action }, `Git LFS ${action}`), { signal: exchange.signal });
   if (decision.effect === "refused") {
-    record.outcome = "refused";
-    record.code = decision.code;
-    record.decision = decision.rule === undefined ? decision.code : `rule:${decision.rule}`;
+    recordRefused(record, decision);
     return answerLfs(exchange, 403, refusalReason(decision, operation));
   }
-  record.decision = viaOf(decision);
+  recordAllowed(record, decision);
   let outcome: NativeOutcome;
   try {
     const body = method === "POST" ? await readBody(exchange) : undefined;

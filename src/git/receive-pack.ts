@@ -1,7 +1,7 @@
 import { AxonError } from "../errors.js";
 import type { NativeOutcome } from "../operations/native-calls.js";
 import { advertisedRefs } from "./advertised-refs.js";
-import { answerText, finishAnswer, forwardedHeaders, send, type GitExchange, type GitServices } from "./git-exchange.js";
+import { answerText, finishAnswer, forwardedHeaders, recordAllowed, recordRefused, send, type GitExchange, type GitServices } from "./git-exchange.js";
 import { pushCall } from "./git-operations.js";
 import { PushAnswer } from "./push-answer.js";
 import { mostDemanding, type ClassifiedUpdate } from "./push-classes.js";
@@ -79,9 +79,7 @@ async function servePush(exchange: GitExchange, services: GitServices, intake: P
     exchange.signal.removeEventListener("abort", withdraw);
   }
   if (decision.effect === "refused") {
-    record.outcome = "refused";
-    record.code = decision.code;
-    record.decision = decision.rule === undefined ? decision.code : `rule:${decision.rule}`;
+    recordRefused(record, decision);
     intake.discard();
     const body = await intake.done.catch((error: unknown) => error);
     if (!isPushBody(body)) return answerIntakeFailure(exchange, body);
@@ -89,7 +87,7 @@ async function servePush(exchange: GitExchange, services: GitServices, intake: P
     const stopping = decision.code === "operation_canceled" && services.shutdownSignal.aborted;
     return answer.reject(`axon: ${stopping ? "the server is restarting before the push was decided: push again" : refusalReason(decision, operation)}`);
   }
-  record.decision = "rule" in decision.via ? `rule:${decision.via.rule}` : "grant" in decision.via ? `grant:${decision.via.grant}` : `approval:${decision.via.approval}`;
+  recordAllowed(record, decision);
   const outcome = await forwardPush(exchange, services, { intake, spool, answer, updates, format: { sideband: format.sidebandPacket !== undefined } }).catch(
     async (error: unknown): Promise<NativeOutcome> => {
       // The push broke off on its way upstream: because its body did (too large, the client left), or the host did.

@@ -1,7 +1,7 @@
 import type http from "node:http";
 import { AxonError } from "../errors.js";
-import type { Allowed, NativeOutcome } from "../operations/native-calls.js";
-import { answerText, finishAnswer, forwardedHeaders, send, type GitExchange, type GitServices } from "./git-exchange.js";
+import type { NativeOutcome } from "../operations/native-calls.js";
+import { answerText, finishAnswer, forwardedHeaders, recordAllowed, recordRefused, send, type GitExchange, type GitServices } from "./git-exchange.js";
 import { fetchCall } from "./git-operations.js";
 import { refusalReason } from "./refusals.js";
 import { upstreamUrl } from "./repository.js";
@@ -50,16 +50,14 @@ interface FetchRequest {
 }
 
 async function relayFetch(exchange: GitExchange, services: GitServices, access: "read" | "write", request: FetchRequest): Promise<void> {
-  const { record, repository, req } = exchange;
+  const { record, repository } = exchange;
   record.operation = "git.fetch";
   const decision = await services.native().hold(fetchCall(exchange.clientId, repository, record.service), { signal: exchange.signal });
   if (decision.effect === "refused") {
-    record.outcome = "refused";
-    record.code = decision.code;
-    record.decision = decision.rule === undefined ? decision.code : `rule:${decision.rule}`;
+    recordRefused(record, decision);
     return answerText(exchange, 403, refusalReason(decision, "git.fetch"));
   }
-  record.decision = viaOf(decision);
+  recordAllowed(record, decision);
   const outcome = await relay(exchange, services, access, request).catch((error: unknown): NativeOutcome => {
     if (!(error instanceof AxonError)) throw error;
     record.outcome = "failed";
@@ -68,7 +66,6 @@ async function relayFetch(exchange: GitExchange, services: GitServices, access: 
     return { ok: false, code: record.code, message: error.message };
   });
   await decision.finish(outcome);
-  void req;
 }
 
 async function relay(exchange: GitExchange, services: GitServices, access: "read" | "write", request: FetchRequest): Promise<NativeOutcome> {
@@ -124,11 +121,6 @@ export function relayedHeaders(response: http.IncomingMessage): Record<string, s
     if (typeof value === "string") headers[name] = value;
   }
   return headers;
-}
-
-export function viaOf(allowed: Allowed): string {
-  const via = allowed.via;
-  return "rule" in via ? `rule:${via.rule}` : "grant" in via ? `grant:${via.grant}` : `approval:${via.approval}`;
 }
 
 /** The request body, its bytes counted as they pass. */

@@ -69,7 +69,11 @@ describe("Git LFS through Axon: the host's storage URLs and their signatures sta
     const downloaded = await fetch(href);
     expect(downloaded.status).toBe(200);
     expect(Buffer.from(await downloaded.arrayBuffer()).equals(content)).toBe(true);
-    expect((await fetch(`${broker.axon.url}/git/${hostName}/acme/other.git/info/lfs/objects/${href.split("/").at(-1)}`)).status).toBe(404);
+    const capability = href.split("/").at(-1)!;
+    expect((await fetch(`${broker.axon.url}/git/${hostName}/acme/other.git/info/lfs/objects/${capability}`)).status).toBe(404);
+    // A capability is a bearer of authority: Axon's logs never name one.
+    await broker.gitLog("lfs download", 2);
+    expect(broker.everything()).not.toContain(capability);
     // bob may read, not write: an upload batch is refused before the host hears of it.
     const upload = await batch(bob, { operation: "upload", objects: [{ oid, size: content.length }] });
     expect(upload.status).toBe(403);
