@@ -97,7 +97,9 @@ async function servePush(exchange: GitExchange, services: GitServices, intake: P
       return { ok: false, code: "git_push_failed", message: error instanceof AxonError ? error.message : "the push could not be sent upstream" };
     },
   );
+  // The outcome is recorded (a grant's use kept or given back) before Git hears the push is over.
   await decision.finish(outcome);
+  await finishAnswer(exchange);
   record.outcome = outcome.ok ? "ok" : record.outcome === "refused" ? "refused" : "failed";
   if (!outcome.ok) record.code ??= outcome.code;
 }
@@ -137,7 +139,12 @@ async function forwardPush(exchange: GitExchange, services: GitServices, push: P
 
   // The refs must still be where the client saw them: a push decided on one history is not sent onto another.
   const forwarding = new AbortController();
-  const stop = () => forwarding.abort();
+  // A client that leaves before its body has gone upstream whole takes the push with it; after that, the host's
+  // answer is still read to its end, for the outcome.
+  let bodySent = false;
+  const stop = () => {
+    if (!bodySent) forwarding.abort();
+  };
   exchange.signal.addEventListener("abort", stop, { once: true });
   try {
     let refsResponse;
@@ -170,6 +177,7 @@ async function forwardPush(exchange: GitExchange, services: GitServices, push: P
       body: spool.read(),
       signal: forwarding.signal,
     });
+    void sent.then(() => (bodySent = true), () => undefined);
     record.upstreamStatus = response.statusCode;
     if (response.statusCode !== 200) {
       response.resume();
@@ -181,15 +189,11 @@ async function forwardPush(exchange: GitExchange, services: GitServices, push: P
     let clientGone = false;
     for await (const piece of response as AsyncIterable<Buffer>) {
       report.push(piece);
-      if (!(await send(exchange, piece))) {
-        clientGone = true;
-        break;
-      }
+      if (!clientGone) clientGone = !(await send(exchange, piece));
     }
     const body = await intake.done.catch(() => undefined);
     if (body) record.bytesIn = body.bytes;
     await sent.catch(() => undefined);
-    if (!clientGone) await finishAnswer(exchange);
     const result = report.result();
     const refs = result.refs.map(({ ref, ok, reason }) => ({ ref, ok, ...(reason ? { reason } : {}) }));
     const detail = { upstream_status: 200, body_bytes: body?.bytes ?? spool.bytes, ...(body ? { body_sha256: body.sha256 } : {}), refs };

@@ -66,6 +66,7 @@ async function relayFetch(exchange: GitExchange, services: GitServices, access: 
     return { ok: false, code: record.code, message: error.message };
   });
   await decision.finish(outcome);
+  await finishAnswer(exchange);
 }
 
 async function relay(exchange: GitExchange, services: GitServices, access: "read" | "write", request: FetchRequest): Promise<NativeOutcome> {
@@ -95,7 +96,6 @@ async function relay(exchange: GitExchange, services: GitServices, access: "read
     }
   }
   await sent.catch(() => undefined);
-  if (whole) await finishAnswer(exchange);
   const detail = { upstream_status: 200, bytes_in: record.bytesIn, bytes_out: record.bytesOut };
   record.outcome = whole ? "ok" : "failed";
   if (!whole) record.code = "client_left";

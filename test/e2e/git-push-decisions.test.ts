@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -59,7 +60,8 @@ describe("pushes through Axon, classified and decided as one before anything rea
     const run = await git(["push", "--force", "origin", "agent/work"], tree);
     expect(run.code, run.stderr).toBe(0);
     expect((await broker.host.refs("acme/widgets.git"))["refs/heads/agent/work"]).toBe(id);
-    expect((await broker.gitLog("git-receive-pack", 1)).at(-1)).toMatchObject({ operation: "git.push.force", decision: "rule:agent-branches", outcome: "ok" });
+    const line = await broker.gitLogWhere((entry) => entry.updates?.[0]?.new === id);
+    expect(line).toMatchObject({ operation: "git.push.force", decision: "rule:agent-branches", outcome: "ok" });
   });
 
   it("refuses a force push a rule denies, with Git's own rejection naming the rule, and sends nothing upstream", async () => {
@@ -86,7 +88,7 @@ describe("pushes through Axon, classified and decided as one before anything rea
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr).toContain(`remote: waiting for operator approval (${request!.id})`);
     expect((await broker.host.refs("acme/widgets.git"))["refs/heads/release"]).toBe(id);
-    expect((await broker.gitLog("git-receive-pack", 1)).at(-1)).toMatchObject({ decision: `approval:${request!.id}`, outcome: "ok" });
+    expect(await broker.gitLogWhere((line) => line.decision === `approval:${request!.id}`)).toMatchObject({ outcome: "ok", upstream_status: 200 });
   });
 
   it("fails a held push the operator denies, with the operator's reason, and sends nothing upstream", async () => {
@@ -104,8 +106,23 @@ describe("pushes through Axon, classified and decided as one before anything rea
     expect(receivePacks()).toBe(sent);
   });
 
+  it("withdraws a held push whose client gives up (Ctrl-C), and sends nothing upstream", async () => {
+    const tree = await clone("acme/widgets.git", "given-up");
+    const sent = receivePacks();
+    await rewrite(tree, "release");
+    // A process group of its own: Ctrl-C reaches git and its remote helper, which holds the connection.
+    const child = spawn("git", ["push", "--force", "origin", "release"], { cwd: tree, env: { ...broker.agent.env }, stdio: "ignore", detached: true });
+    const [request] = await broker.operator.waitForPending("widgets");
+    process.kill(-child.pid!, "SIGINT");
+    const withdrawn = await until(async () => {
+      const current = await broker.operator.get(request!.id);
+      return current.status !== "pending" ? current : undefined;
+    }, "the request withdrawn");
+    expect(withdrawn).toMatchObject({ status: "canceled", linked_operation: { state: "canceled", error: { code: "operation_canceled" } } });
+    expect(receivePacks()).toBe(sent);
+  });
+
   it("decides an atomic two-ref push as one: a refused rewrite of one ref rejects both, and nothing lands", async () => {
-    const logged = (await broker.gitLog("git-receive-pack", 0)).length;
     const tree = await clone("acme/legacy.git", "atomic");
     const before = await broker.host.refs("acme/legacy.git");
     const sent = receivePacks();
@@ -118,8 +135,8 @@ describe("pushes through Axon, classified and decided as one before anything rea
     expect(run.stderr).toContain(" ! [remote rejected] release -> release (axon: history rewrite refused by policy rule no-rewrites-in-legacy)");
     expect(await broker.host.refs("acme/legacy.git")).toEqual(before);
     expect(receivePacks()).toBe(sent);
-    const [line] = (await broker.gitLog("git-receive-pack", logged + 1)).slice(-1);
-    expect(line!.updates.map((update: Json) => update.class)).toEqual(["git.push.fast_forward", "git.push.force"]);
+    const line = await broker.gitLogWhere((entry) => entry.decision === "rule:no-rewrites-in-legacy");
+    expect(line.updates.map((update: Json) => update.class)).toEqual(["git.push.fast_forward", "git.push.force"]);
   });
 
   it("spends a window grant's uses one per push, and gives a use back when the host refuses the push", async () => {

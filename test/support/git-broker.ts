@@ -22,6 +22,8 @@ export interface GitBroker {
   remote(repository: string): string;
   /** Axon's `git request` log lines of `service`, once there are at least `count` (a line follows its answer). */
   gitLog(service: string, count: number): Promise<Json[]>;
+  /** The first `git request` log line that `matches`, once it is there. */
+  gitLogWhere(matches: (line: Json) => boolean): Promise<Json>;
   /** Operator V1 over REST, as the console or `axon operator` calls it. */
   operator: ReturnType<typeof operatorApi>;
   /** Everything of Axon's an agent or an operator could read, and its logs and database: no secret may be in it. */
@@ -76,6 +78,9 @@ export async function startGitBroker(
     gitLog(service, count) {
       const lines = () => axon.logs.filter((line) => line.msg === "git request" && line.service === service) as Json[];
       return until(() => (lines().length >= count ? lines() : undefined), `${count} ${service} log lines`);
+    },
+    gitLogWhere(matches) {
+      return until(() => axon.logs.find((line) => line.msg === "git request" && matches(line as Json)) as Json | undefined, "a matching git request log line");
     },
     everything() {
       const database = readdirSync(dataDir)
