@@ -2,13 +2,13 @@ import type { Logger } from "../logger.js";
 import type { AdmissionLimits } from "./admission.js";
 import { AuditBatch } from "./audit-batch.js";
 import { systemClock, type Clock } from "./clock.js";
-import { Decisions, type DecisionInput } from "./decisions.js";
+import { Decisions, type ApprovalInput, type DecisionInput } from "./decisions.js";
 import { Grants, type GrantInput } from "./grants.js";
 import { newId } from "./lifecycle.js";
 import { NativeCalls } from "./native-calls.js";
 import type { Notifier } from "./notifier.js";
 import { OwnOperations } from "./own-operations.js";
-import type { GrantTermsInput, Policy } from "./policy.js";
+import type { Policy } from "./policy.js";
 import type { ProviderRegistry } from "./providers/registry.js";
 import type { StoreClient } from "./store.js";
 import { Submissions, type SubmitInput } from "./submission.js";
@@ -114,7 +114,7 @@ export class OperationsBroker {
     return this.decisions.listRequests(operator, query);
   }
 
-  approve(operator: string, id: string, decision: DecisionInput & GrantTermsInput) {
+  approve(operator: string, id: string, decision: ApprovalInput) {
     return this.decisions.approve(operator, id, decision);
   }
 
