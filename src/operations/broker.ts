@@ -1,5 +1,6 @@
 import type { Logger } from "../logger.js";
 import type { AdmissionLimits } from "./admission.js";
+import type { ApprovalAnnouncer } from "./approval-webhooks.js";
 import { AuditBatch } from "./audit-batch.js";
 import { systemClock, type Clock } from "./clock.js";
 import { Decisions, type ApprovalInput, type DecisionInput } from "./decisions.js";
@@ -31,6 +32,8 @@ export interface BrokerOptions {
   approvalTtlMinutes?: number;
   /** This replica (its worker's lease): the native calls it holds end with it. */
   replicaId?: string;
+  /** Tells the operators' webhooks of every new pending request. */
+  announcer?: Pick<ApprovalAnnouncer, "announce">;
 }
 
 /**
