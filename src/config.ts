@@ -33,6 +33,8 @@ export interface Config {
   gitHostsFile: string | undefined;
   /** `AXON_GIT_MAX_PUSH_BYTES`: the largest receive-pack request body (the pushed pack) accepted. */
   gitMaxPushBytes: number;
+  /** Where new pending requests are announced (AXON_APPROVAL_WEBHOOKS_FILE). */
+  approvalWebhooksFile: string | undefined;
   /** `AGENT_TOOLBOX_INFO_FILE`: extends the built-in toolbox. */
   toolboxInfoFile: string | undefined;
   /** `AGENT_MCP_INFO_FILE` (or neuro-san's older `MCP_SERVERS_INFO_FILE`): headers per MCP server. */
@@ -111,6 +113,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = p
     credentialsFile: optionalPath(projectRoot, env.AXON_CREDENTIALS_FILE),
     gitHostsFile: optionalPath(projectRoot, env.AXON_GIT_HOSTS_FILE),
     gitMaxPushBytes: integer(env, "AXON_GIT_MAX_PUSH_BYTES", 2 * 1024 * 1024 * 1024, 1),
+    approvalWebhooksFile: optionalPath(projectRoot, env.AXON_APPROVAL_WEBHOOKS_FILE),
     toolboxInfoFile: optionalPath(projectRoot, env.AGENT_TOOLBOX_INFO_FILE),
     mcpInfoFile: optionalPath(projectRoot, env.AGENT_MCP_INFO_FILE || env.MCP_SERVERS_INFO_FILE),
     llmInfoFile: optionalPath(projectRoot, env.AGENT_LLM_INFO_FILE),

@@ -7,6 +7,7 @@ import type { Logger } from "../logger.js";
 import type { Database } from "../store/database.js";
 import { waitForDatabase } from "../store/database-wait.js";
 import { loadAdmissionLimits } from "./admission.js";
+import { ApprovalAnnouncer, loadApprovalWebhooks } from "./approval-webhooks.js";
 import { OperationsBroker } from "./broker.js";
 import { systemClock, type Clock } from "./clock.js";
 import { newId } from "./lifecycle.js";
@@ -62,12 +63,14 @@ export async function startOperations(
   const operators = await loadPrincipals(config.operatorsFile, "operator", { generateIfMissing: { names: ["admin"] }, logger });
   assertSeparateSecrets(clients.principals, operators.principals);
 
-  const [policy, admission, credentials, access] = await Promise.all([
+  const [policy, admission, credentials, access, webhooks] = await Promise.all([
     loadPolicy(config.policyFile, { projectRoot: config.projectRoot }),
     loadAdmissionLimits(config.admissionFile, { projectRoot: config.projectRoot }),
     loadCredentials(config.credentialsFile, deps.env, { projectRoot: config.projectRoot }),
     loadNetworkAccess(config.networkAccessFile, { projectRoot: config.projectRoot }),
+    loadApprovalWebhooks(config.approvalWebhooksFile, deps.env, { projectRoot: config.projectRoot }),
   ]);
+  const announcer = webhooks.length > 0 ? new ApprovalAnnouncer({ hooks: webhooks, logger }) : undefined;
   const clock = deps.clock ?? systemClock;
   const parts = { database: new OnceOpen<Database>(), broker: new OnceOpen<OperationsBroker>(), worker: new OnceOpen<ExecutionWorker>(), transfers: new OnceOpen<Transfers>() };
   let closeAssembled: (() => Promise<void>) | undefined;
@@ -93,7 +96,7 @@ export async function startOperations(
         : undefined;
     if (replicas) notifier.publishTo((message) => replicas.publish(message));
     const replicaId = newId("replica");
-    const broker = new OperationsBroker({ store, policy, admission, providers, notifier, logger, clock, replicaId });
+    const broker = new OperationsBroker({ store, policy, admission, providers, notifier, logger, clock, replicaId, ...(announcer ? { announcer } : {}) });
     const worker = new ExecutionWorker({
       id: replicaId,
       store: operationsStore(database, database.background),
@@ -113,6 +116,7 @@ export async function startOperations(
       clearInterval(sweeper);
       await worker.stop();
       await broker.native.flush();
+      await announcer?.close();
       await replicas?.close();
       transfers.close();
       await database.close();
