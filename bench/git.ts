@@ -5,6 +5,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { gitSandbox, type GitSandbox } from "../test/support/git.js";
 import { startGitHost } from "../test/support/git-host.js";
+import { machine } from "./machine.js";
 import type { AxonReady } from "./serve-axon.js";
 import { startServerProcess } from "./server-process.js";
 
@@ -139,6 +140,8 @@ rmSync(dir, { recursive: true, force: true });
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const lines = [
+  `Machine: ${machine()}; load average ${os.loadavg().map((load) => load.toFixed(1)).join(", ")} at the end.`,
+  "",
   `Repository: ${flags.files} files in ${flags.commits} commits, a ${(packBytes / MiB).toFixed(1)} MiB pack; ${runs} runs of each, alternated; medians.`,
   "",
   "| operation | direct | through Axon | time ratio (goal ≤ 1.15×) | bytes direct | bytes through Axon | bytes ratio (goal ≤ 1.05×) |",

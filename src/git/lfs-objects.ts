@@ -4,6 +4,10 @@ import { finishAnswer, send, type GitExchange } from "./git-exchange.js";
 import { answerLfs, answerLfsUpstreamFailure, LFS_TYPE, LfsRequestError, readJsonBody } from "./lfs-answers.js";
 import type { LfsCapability } from "./lfs-capabilities.js";
 import { requestUpstream } from "./upstream.js";
+import { extendBodyDeadline } from "../server/intake-timeouts.js";
+
+/** The slowest an LFS upload may arrive, past the body timeout every request has. */
+const UPLOAD_BYTES_PER_SECOND = 64 * 1024;
 
 /**
  * An LFS transfer through a capability its batch issued: a download (`GET`), an upload (`PUT`) or its verify
@@ -56,6 +60,8 @@ async function upload(exchange: GitExchange, capability: LfsCapability): Promise
   const { req, record } = exchange;
   const declared = req.headers["content-length"];
   if (declared !== undefined && declared !== String(capability.size)) throw new LfsRequestError(422, `this object is ${capability.size} bytes`);
+  // A large object is given time in proportion to its size, as a stream upload is.
+  extendBodyDeadline(req, (capability.size / UPLOAD_BYTES_PER_SECOND) * 1000);
   const body = {
     async *[Symbol.asyncIterator]() {
       for await (const piece of req as AsyncIterable<Buffer>) {

@@ -10,6 +10,11 @@ import type { Spool } from "./spool.js";
 
 /** The slowest a push's body may arrive, past the body timeout every request has: a stalled client is let go. */
 const PUSH_BYTES_PER_SECOND = 64 * 1024;
+/**
+ * What an authenticated push gets at once, past the body timeout: Git sends the commands, then counts and compresses
+ * objects (minutes, for a large repository) before the first byte of the pack.
+ */
+const PACK_PREPARATION_MS = 10 * 60_000;
 
 export interface PushBody {
   bytes: number;
@@ -65,6 +70,7 @@ export class PushIntake {
     const commands = new PushCommandsReader();
     let pack: PackCommitReader | undefined;
     let bytes = 0;
+    extendBodyDeadline(this.req, PACK_PREPARATION_MS);
 
     const parse = async (piece: Buffer): Promise<void> => {
       if (pack === undefined) {
