@@ -128,9 +128,8 @@ await brokered.git([...fastGit, "add", "-A"], { cwd: large });
 await brokered.git(["commit", "-q", "-m", "large"], { cwd: large });
 await host.createRepository("bench/large.git");
 await host.createRepository("bench/large-direct.git");
-const idle = await axon.sample();
 const largeDirect = await timed("direct", () => direct.git([...fastGit, "push", "-q", `${host.url}/bench/large-direct.git`, "main"], { cwd: large }).then(() => undefined));
-await axon.sample(); // starts the peak window
+const idle = await axon.sample(); // also starts the peak window
 const largeAxon = await timed("axon", () => brokered.git([...fastGit, "push", "-q", `${host.url}/bench/large.git`, "main"], { cwd: large }).then(() => undefined));
 const during = await axon.sample();
 

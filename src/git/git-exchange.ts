@@ -1,3 +1,5 @@
+import type http from "node:http";
+import type { Writable } from "node:stream";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { HttpRequest, HttpResponse } from "../server/listener.js";
 import type { Allowed, NativeCalls, Refused } from "../operations/native-calls.js";
@@ -73,6 +75,35 @@ export async function send(exchange: GitExchange, bytes: Uint8Array): Promise<bo
     res.on("close", done);
   });
   return !res.destroyed;
+}
+
+/**
+ * Pipes the host's answer to the client (backpressure by the pipe, no copy of ours), `onPiece` seeing each piece;
+ * resolves once the host's answer has ended, true when it all went out. A client that leaves stops the piping, not
+ * the reading: the rest of the answer still passes `onPiece` (a push's report says how it ended).
+ */
+export function relayAnswer(exchange: GitExchange, response: http.IncomingMessage, onPiece?: (piece: Buffer) => void): Promise<boolean> {
+  const { res, record } = exchange;
+  return new Promise((resolve) => {
+    let clientLeft = false;
+    const left = () => {
+      clientLeft = true;
+      response.unpipe(res as Writable);
+      response.resume();
+    };
+    res.once("close", left);
+    response.on("data", (piece: Buffer) => {
+      record.bytesOut += piece.length;
+      onPiece?.(piece);
+    });
+    const done = () => {
+      res.off("close", left);
+      resolve(!clientLeft && !res.destroyed);
+    };
+    response.once("end", done);
+    response.once("error", done);
+    response.pipe(res as Writable, { end: false });
+  });
 }
 
 /** Ends the answer; resolves once it has gone out (or the client left). */

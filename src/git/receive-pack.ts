@@ -1,7 +1,7 @@
 import { AxonError } from "../errors.js";
 import type { NativeOutcome } from "../operations/native-calls.js";
 import { advertisedRefs } from "./advertised-refs.js";
-import { answerText, finishAnswer, forwardedHeaders, recordAllowed, recordRefused, send, type GitExchange, type GitServices } from "./git-exchange.js";
+import { answerText, finishAnswer, forwardedHeaders, recordAllowed, recordRefused, relayAnswer, type GitExchange, type GitServices } from "./git-exchange.js";
 import { pushCall } from "./git-operations.js";
 import { PushAnswer } from "./push-answer.js";
 import { mostDemanding, type ClassifiedUpdate } from "./push-classes.js";
@@ -180,17 +180,15 @@ async function forwardPush(exchange: GitExchange, services: GitServices, push: P
     void sent.then(() => (bodySent = true), () => undefined);
     record.upstreamStatus = response.statusCode;
     if (response.statusCode !== 200) {
+      // A host that refused the push need not read the rest of it.
       response.resume();
+      forwarding.abort();
       await sent.catch(() => undefined);
       return refuse("git_upstream_refused", `host ${repository.host.name} refused the push (HTTP ${response.statusCode})`, { upstream_status: response.statusCode ?? 0 });
     }
     const report = new PushReportReader(push.format.sideband);
     answer.relayStart();
-    let clientGone = false;
-    for await (const piece of response as AsyncIterable<Buffer>) {
-      report.push(piece);
-      if (!clientGone) clientGone = !(await send(exchange, piece));
-    }
+    await relayAnswer(exchange, response, (piece) => report.push(piece));
     const body = await intake.done.catch(() => undefined);
     if (body) record.bytesIn = body.bytes;
     await sent.catch(() => undefined);

@@ -5,15 +5,24 @@ import path from "node:path";
 const READ_BYTES = 256 * 1024;
 
 /**
- * A push's body on disk while it is decided: written as it arrives, read back from the start by the forwarder,
- * which may begin before the writing ends and then follows it. The file is unlinked as soon as it is open, so a
- * crash leaves nothing behind; memory holds one read buffer, whatever the size of the pack.
+ * A push's body while it is decided: written to disk as it arrives, read back from the start by the forwarder. A
+ * forwarder that catches up with the file takes the rest from memory, a piece at a time, and the writer waits for it
+ * to take each one: from then on the body streams straight through, at the pace the host takes it. The file is
+ * unlinked as soon as it is open, so a crash leaves nothing behind; memory holds a read buffer and one piece,
+ * whatever the size of the pack.
  */
 export class Spool {
+  /** Bytes appended in all. */
   private size = 0;
+  /** Bytes in the file: all of them until the forwarder caught up. */
+  private fileSize = 0;
   private ended = false;
   private failure: Error | undefined;
   private waiters: (() => void)[] = [];
+  /** Set once the forwarder has read the whole file: later pieces go to it instead. */
+  private following = false;
+  private readerGone = false;
+  private readonly live: { bytes: Uint8Array; taken: () => void }[] = [];
   private closed = false;
 
   private constructor(private readonly file: FileHandle) {}
@@ -30,13 +39,23 @@ export class Spool {
     return this.size;
   }
 
+  /** Keeps `bytes`; resolves once they are on disk, or once the forwarder that follows has taken them. */
   async append(bytes: Uint8Array): Promise<void> {
+    this.size += bytes.byteLength;
+    if (this.readerGone) return;
+    if (this.following) {
+      await new Promise<void>((taken) => {
+        this.live.push({ bytes, taken });
+        this.wake();
+      });
+      return;
+    }
     let written = 0;
     while (written < bytes.byteLength) {
-      const { bytesWritten } = await this.file.write(bytes, written, bytes.byteLength - written, this.size + written);
+      const { bytesWritten } = await this.file.write(bytes, written, bytes.byteLength - written, this.fileSize + written);
       written += bytesWritten;
     }
-    this.size += bytes.byteLength;
+    this.fileSize += bytes.byteLength;
     this.wake();
   }
 
@@ -52,21 +71,35 @@ export class Spool {
     this.wake();
   }
 
-  /** The bytes from the first, as they are appended, until the end. */
-  async *read(): AsyncGenerator<Buffer> {
+  /** The bytes from the first, as they are appended, until the end. One reader. */
+  async *read(): AsyncGenerator<Uint8Array> {
     let position = 0;
-    for (;;) {
-      if (this.failure) throw this.failure;
-      if (position < this.size) {
-        const buffer = Buffer.allocUnsafe(Math.min(READ_BYTES, this.size - position));
-        const { bytesRead } = await this.file.read(buffer, 0, buffer.length, position);
-        position += bytesRead;
-        yield buffer.subarray(0, bytesRead);
-      } else if (this.ended) {
-        return;
-      } else {
-        await new Promise<void>((resolve) => this.waiters.push(resolve));
+    try {
+      for (;;) {
+        if (this.failure) throw this.failure;
+        if (position < this.fileSize) {
+          const buffer = Buffer.allocUnsafe(Math.min(READ_BYTES, this.fileSize - position));
+          const { bytesRead } = await this.file.read(buffer, 0, buffer.length, position);
+          position += bytesRead;
+          yield buffer.subarray(0, bytesRead);
+          continue;
+        }
+        this.following = true;
+        const next = this.live.shift();
+        if (next !== undefined) {
+          yield next.bytes;
+          // Taken once the consumer asks for more: it has sent this piece on.
+          next.taken();
+        } else if (this.ended) {
+          return;
+        } else {
+          await new Promise<void>((resolve) => this.waiters.push(resolve));
+        }
       }
+    } finally {
+      // A forwarder that stopped (the host failed) must not leave the writer waiting for it.
+      this.readerGone = true;
+      for (const piece of this.live.splice(0)) piece.taken();
     }
   }
 
@@ -74,6 +107,7 @@ export class Spool {
     if (this.closed) return;
     this.closed = true;
     this.fail(new Error("the spool is closed"));
+    for (const piece of this.live.splice(0)) piece.taken();
     await this.file.close();
   }
 

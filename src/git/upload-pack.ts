@@ -1,7 +1,7 @@
 import type http from "node:http";
 import { AxonError } from "../errors.js";
 import type { NativeOutcome } from "../operations/native-calls.js";
-import { answerText, finishAnswer, forwardedHeaders, recordAllowed, recordRefused, send, type GitExchange, type GitServices } from "./git-exchange.js";
+import { answerText, finishAnswer, forwardedHeaders, recordAllowed, recordRefused, relayAnswer, type GitExchange, type GitServices } from "./git-exchange.js";
 import { fetchCall } from "./git-operations.js";
 import { refusalReason } from "./refusals.js";
 import { upstreamUrl } from "./repository.js";
@@ -72,29 +72,26 @@ async function relayFetch(exchange: GitExchange, services: GitServices, access: 
 async function relay(exchange: GitExchange, services: GitServices, access: "read" | "write", request: FetchRequest): Promise<NativeOutcome> {
   const { record, repository, req } = exchange;
   const authorization = await services.credentials.authorization(repository.host, repository.owner, repository.name, access);
+  const forwarding = new AbortController();
   const upstream: UpstreamRequest = {
     method: request.method,
     url: upstreamUrl(repository, request.service, request.query),
     headers: forwardedHeaders(req, request.headers, authorization),
-    signal: exchange.signal,
+    signal: AbortSignal.any([exchange.signal, forwarding.signal]),
     ...(request.body ? { body: request.body } : {}),
   };
   const { response, sent } = await requestUpstream(repository.host.name, upstream);
   record.upstreamStatus = response.statusCode;
   if (response.statusCode !== 200) {
+    // A host that refused the request need not read the rest of its body.
     response.resume();
+    forwarding.abort();
     await sent.catch(() => undefined);
     answerUpstreamFailure(exchange, response.statusCode ?? 502);
     return { ok: false, code: "git_upstream_refused", message: `the host answered HTTP ${response.statusCode}`, detail: { upstream_status: response.statusCode ?? 0 } };
   }
   exchange.res.writeHead(200, relayedHeaders(response));
-  let whole = true;
-  for await (const piece of response as AsyncIterable<Buffer>) {
-    if (!(await send(exchange, piece))) {
-      whole = false;
-      break;
-    }
-  }
+  const whole = await relayAnswer(exchange, response);
   await sent.catch(() => undefined);
   const detail = { upstream_status: 200, bytes_in: record.bytesIn, bytes_out: record.bytesOut };
   record.outcome = whole ? "ok" : "failed";

@@ -19,7 +19,7 @@ function request(bytes: Buffer, headers: Record<string, string>, pieceBytes = 10
 }
 
 async function spooled(spool: Spool): Promise<Buffer> {
-  const pieces: Buffer[] = [];
+  const pieces: Uint8Array[] = [];
   for await (const piece of spool.read()) pieces.push(piece);
   return Buffer.concat(pieces);
 }
