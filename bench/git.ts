@@ -166,6 +166,8 @@ console.log(lines.join("\n"));
 async function generateRepository(sandbox: GitSandbox, files: number, commits: number): Promise<string> {
   const tree = path.join(sandbox.home, "source");
   await sandbox.git(["init", "-q", tree]);
+  // No gc in the background while it is being built: one runs at the end.
+  await sandbox.git(["config", "gc.auto", "0"], { cwd: tree });
   const words = Array.from({ length: 2000 }, () => randomBytes(3 + (randomBytes(1)[0]! % 6)).toString("hex"));
   const text = (lines: number) =>
     Array.from({ length: lines }, () => Array.from({ length: 8 }, () => words[randomBytes(2).readUInt16BE() % words.length]).join(" ")).join("\n") + "\n";

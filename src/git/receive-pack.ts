@@ -88,7 +88,7 @@ async function servePush(exchange: GitExchange, services: GitServices, intake: P
     return answer.reject(`axon: ${stopping ? "the server is restarting before the push was decided: push again" : refusalReason(decision, operation)}`);
   }
   recordAllowed(record, decision);
-  const outcome = await forwardPush(exchange, services, { intake, spool, answer, updates, format: { sideband: format.sidebandPacket !== undefined } }).catch(
+  const outcome = await forwardPush(exchange, services, { approved: "approval" in decision.via, intake, spool, answer, updates, format: { sideband: format.sidebandPacket !== undefined } }).catch(
     async (error: unknown): Promise<NativeOutcome> => {
       // The push broke off on its way upstream: because its body did (too large, the client left), or the host did.
       const body = await intake.done.catch((failure: unknown) => failure);
@@ -105,6 +105,8 @@ async function servePush(exchange: GitExchange, services: GitServices, intake: P
 }
 
 interface PushInFlight {
+  /** An operator approved it, after a wait: the refs are checked again before it goes. */
+  approved: boolean;
   intake: PushIntake;
   spool: Spool;
   answer: PushAnswer;
@@ -137,7 +139,6 @@ async function forwardPush(exchange: GitExchange, services: GitServices, push: P
     return refuse("git_credential_unavailable", error.message);
   }
 
-  // The refs must still be where the client saw them: a push decided on one history is not sent onto another.
   const forwarding = new AbortController();
   // A client that leaves before its body has gone upstream whole takes the push with it; after that, the host's
   // answer is still read to its end, for the outcome.
@@ -147,28 +148,14 @@ async function forwardPush(exchange: GitExchange, services: GitServices, push: P
   };
   exchange.signal.addEventListener("abort", stop, { once: true });
   try {
-    let refsResponse;
-    try {
-      ({ response: refsResponse } = await requestUpstream(repository.host.name, {
-        method: "GET",
-        url: upstreamUrl(repository, "info/refs", "?service=git-receive-pack"),
-        headers: forwardedHeaders(req, [], authorization),
-        signal: forwarding.signal,
-      }));
-    } catch (error) {
-      if (!(error instanceof AxonError)) throw error;
-      return refuse("git_upstream_unreachable", error.message);
+    if (push.approved) {
+      // While an operator looked, the refs may have moved: a push decided on one history is not sent onto another.
+      // (A push allowed at once went by the advertisement the client just read; the host's own compare-and-swap of
+      // each ref covers the moment between.)
+      const check = await checkRefs(exchange, authorization, updates, forwarding.signal);
+      if (!check.ok) return refuse(check.code, check.reason, check.detail);
+      await answer.progress("approved: sending the push upstream");
     }
-    if (refsResponse.statusCode !== 200) {
-      refsResponse.resume();
-      record.upstreamStatus = refsResponse.statusCode;
-      return refuse("git_upstream_refused", `host ${repository.host.name} refused the push's ref check (HTTP ${refsResponse.statusCode})`, { upstream_status: refsResponse.statusCode ?? 0 });
-    }
-    const current = advertisedRefs(await readLimited(refsResponse, MAX_ADVERTISEMENT_BYTES));
-    const moved = updates.filter((update) => current.get(update.ref) !== (isZeroId(update.oldId) ? undefined : update.oldId));
-    if (moved.length > 0) return refuse("git_ref_moved", `${moved.map((update) => update.ref).join(", ")} moved upstream since this push was prepared (fetch, then push again)`);
-
-    await answer.progress("approved: sending the push upstream");
     const declared = declaredLength(req);
     const { response, sent } = await requestUpstream(repository.host.name, {
       method: "POST",
@@ -203,6 +190,34 @@ async function forwardPush(exchange: GitExchange, services: GitServices, push: P
   } finally {
     exchange.signal.removeEventListener("abort", stop);
   }
+}
+
+type RefCheck = { ok: true } | { ok: false; code: string; reason: string; detail?: Record<string, number> };
+
+/** Whether every ref of the push is still where the client saw it on the host (its old id, or absent for a new one). */
+async function checkRefs(exchange: GitExchange, authorization: string | undefined, updates: readonly ClassifiedUpdate[], signal: AbortSignal): Promise<RefCheck> {
+  const { repository, record, req } = exchange;
+  let response;
+  try {
+    ({ response } = await requestUpstream(repository.host.name, {
+      method: "GET",
+      url: upstreamUrl(repository, "info/refs", "?service=git-receive-pack"),
+      headers: forwardedHeaders(req, [], authorization),
+      signal,
+    }));
+  } catch (error) {
+    if (!(error instanceof AxonError)) throw error;
+    return { ok: false, code: "git_upstream_unreachable", reason: error.message };
+  }
+  if (response.statusCode !== 200) {
+    response.resume();
+    record.upstreamStatus = response.statusCode;
+    return { ok: false, code: "git_upstream_refused", reason: `host ${repository.host.name} refused the push's ref check (HTTP ${response.statusCode})`, detail: { upstream_status: response.statusCode ?? 0 } };
+  }
+  const current = advertisedRefs(await readLimited(response, MAX_ADVERTISEMENT_BYTES));
+  const moved = updates.filter((update) => current.get(update.ref) !== (isZeroId(update.oldId) ? undefined : update.oldId));
+  if (moved.length === 0) return { ok: true };
+  return { ok: false, code: "git_ref_moved", reason: `${moved.map((update) => update.ref).join(", ")} moved upstream since this push was prepared (fetch, then push again)` };
 }
 
 /** A body that could not be read as a push: Git hears why, as far as it still listens. */

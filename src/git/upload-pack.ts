@@ -36,7 +36,7 @@ export async function uploadPack(exchange: GitExchange, services: GitServices): 
     method: "POST",
     service: "git-upload-pack",
     query: "",
-    headers: ["content-type", "content-encoding", "accept", "accept-encoding", "git-protocol"],
+    headers: ["content-type", "content-encoding", "content-length", "accept", "accept-encoding", "git-protocol"],
     body: counted(exchange),
   });
 }

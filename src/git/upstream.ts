@@ -48,6 +48,8 @@ export function requestUpstream(hostName: string, request: UpstreamRequest): Pro
       signal,
     });
     outgoing.setTimeout(IDLE_TIMEOUT_MS, () => outgoing.destroy(new Error("the host went silent")));
+    // A request's last small write (a chunked body's end) must not wait for the host's delayed ACK (Nagle).
+    outgoing.once("socket", (socket) => socket.setNoDelay(true));
     let settled = false;
     let sendFailed: ((error: unknown) => void) | undefined;
     const sent = new Promise<void>((resolveSent, rejectSent) => {
