@@ -3,13 +3,15 @@ import { mkdir, open, unlink, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 
 const READ_BYTES = 256 * 1024;
+/** How much a forwarder that follows the writer may have waiting for it before the writer waits: reading the client and writing the host overlap. */
+const LIVE_BYTES = 1024 * 1024;
 
 /**
  * A push's body while it is decided: written to disk as it arrives, read back from the start by the forwarder. A
- * forwarder that catches up with the file takes the rest from memory, a piece at a time, and the writer waits for it
- * to take each one: from then on the body streams straight through, at the pace the host takes it. The file is
- * unlinked as soon as it is open, so a crash leaves nothing behind; memory holds a read buffer and one piece,
- * whatever the size of the pack.
+ * forwarder that catches up with the file takes the rest from memory, and the writer waits while more than a MiB
+ * is waiting for it: from then on the body streams straight through, at the pace the host takes it. The file is
+ * unlinked as soon as it is open, so a crash leaves nothing behind; memory holds a read buffer and at most a MiB of
+ * pieces, whatever the size of the pack. Pieces are appended one at a time.
  */
 export class Spool {
   /** Bytes appended in all. */
@@ -23,6 +25,7 @@ export class Spool {
   private following = false;
   private readerGone = false;
   private readonly live: { bytes: Uint8Array; taken: () => void }[] = [];
+  private liveBytes = 0;
   private closed = false;
 
   private constructor(private readonly file: FileHandle) {}
@@ -44,10 +47,10 @@ export class Spool {
     this.size += bytes.byteLength;
     if (this.readerGone) return;
     if (this.following) {
-      await new Promise<void>((taken) => {
-        this.live.push({ bytes, taken });
-        this.wake();
-      });
+      const taken = new Promise<void>((resolve) => this.live.push({ bytes, taken: resolve }));
+      this.liveBytes += bytes.byteLength;
+      this.wake();
+      if (this.liveBytes > LIVE_BYTES) await taken;
       return;
     }
     let written = 0;
@@ -89,6 +92,7 @@ export class Spool {
         if (next !== undefined) {
           yield next.bytes;
           // Taken once the consumer asks for more: it has sent this piece on.
+          this.liveBytes -= next.bytes.byteLength;
           next.taken();
         } else if (this.ended) {
           return;
