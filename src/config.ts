@@ -1,4 +1,5 @@
 import path from "node:path";
+import { manifestFilesOf } from "./agents/manifest.js";
 import { jwtSettingsFromEnv, type JwtSettings } from "./auth/jwt.js";
 
 /** Everything Axon reads from its environment, read once, in one place. */
@@ -83,12 +84,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = p
     httpPort: integer(env, "AGENT_HTTP_PORT", 8080),
     grpcPort: integer(env, "AGENT_PORT", 0),
     host: env.AXON_HOST ?? "0.0.0.0",
-    // One manifest or several, separated by `:` as neuro-san reads them; each resolved against the project root.
-    manifestFile: (env.AGENT_MANIFEST_FILE || "registries/manifest.hocon")
-      .split(":")
-      .filter((file) => file !== "")
-      .map((file) => path.resolve(projectRoot, file))
-      .join(":"),
+    // One manifest or several, each resolved against the project root; kept joined by `:`.
+    manifestFile: manifestFilesOf(env.AGENT_MANIFEST_FILE || "registries/manifest.hocon", projectRoot).join(":"),
     toolPath: path.resolve(projectRoot, env.AGENT_TOOL_PATH ?? "coded_tools"),
     projectRoot,
     python: env.AXON_PYTHON || "python3",

@@ -43,12 +43,15 @@ const SWITCHES = ["serve", "public", "mcp", "mcp_name"];
 const IGNORED_SWITCHES = ["periodic"];
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
 
-/** `AGENT_MANIFEST_FILE` names one manifest, or several separated by `:` as neuro-san reads it. */
-export function manifestFilesOf(value: string): string[] {
+/**
+ * `AGENT_MANIFEST_FILE` names one manifest, or several: neuro-san separates them with spaces, neuro-san-studio's image
+ * joins them with `:`, and both are read.
+ */
+export function manifestFilesOf(value: string, root = process.cwd()): string[] {
   return value
-    .split(":")
+    .split(/[:\s]+/)
     .filter((file) => file !== "")
-    .map((file) => path.resolve(file));
+    .map((file) => path.resolve(root, file));
 }
 
 /**

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 
-import { readManifest } from "../../src/agents/manifest.js";
+import { manifestFilesOf, readManifest } from "../../src/agents/manifest.js";
 import { RegistryProblemsError } from "../../src/agents/problem.js";
 import { NetworkFolder } from "./fixture.js";
 
@@ -14,6 +14,12 @@ async function manifestOf(text: string) {
   folder = await NetworkFolder.create({ "registries/manifest.hocon": text });
   return readManifest(folder.path("registries/manifest.hocon"));
 }
+
+describe("AGENT_MANIFEST_FILE", () => {
+  it("names several manifests separated by spaces (neuro-san) or colons (neuro-san-studio's image), each against the root", () => {
+    expect(manifestFilesOf("a/manifest.hocon  /etc/b.hocon:c.hocon\n", "/srv")).toEqual(["/srv/a/manifest.hocon", "/etc/b.hocon", "/srv/c.hocon"]);
+  });
+});
 
 describe("the manifest", () => {
   it("reads true as served and public, false as not served, and {serve, public} as written", async () => {

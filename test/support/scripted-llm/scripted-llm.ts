@@ -6,6 +6,7 @@ import { anthropicWire } from "./anthropic-wire.js";
 import { bedrockWire } from "./bedrock-wire.js";
 import { openAiWire } from "./openai-wire.js";
 import { defaultReply, type Reply, type ScriptedRequest, type ScriptHandler } from "./script.js";
+import { invalidToolSchema } from "./tool-schemas.js";
 import { isObject, writeJson, type Wire } from "./wire.js";
 
 export type { Reply, ScriptedRequest, ScriptHandler } from "./script.js";
@@ -57,14 +58,16 @@ export class ScriptedLlm {
     /** `http://127.0.0.1:<port>` */
     readonly url: string,
     private readonly latencyMs: number,
+    private readonly validatesToolSchemas: boolean,
   ) {}
 
-  static async start(kind: ScriptedKind, options: { latencyMs?: number } = {}): Promise<ScriptedLlm> {
+  /** `validateToolSchemas` (OpenAI only): refuse tools whose parameters are not JSON Schema, with OpenAI's 400. */
+  static async start(kind: ScriptedKind, options: { latencyMs?: number; validateToolSchemas?: boolean } = {}): Promise<ScriptedLlm> {
     const server = createServer();
     server.listen(0, "127.0.0.1");
     await once(server, "listening");
     const { port } = server.address() as AddressInfo;
-    const scripted = new ScriptedLlm(kind, server, `http://127.0.0.1:${port}`, options.latencyMs ?? 0);
+    const scripted = new ScriptedLlm(kind, server, `http://127.0.0.1:${port}`, options.latencyMs ?? 0, options.validateToolSchemas === true && kind === "openai");
     server.on("request", (request, response) => void scripted.serve(request, response));
     return scripted;
   }
@@ -171,6 +174,12 @@ export class ScriptedLlm {
     });
     this.notify();
 
+    const invalid = this.validatesToolSchemas ? invalidToolSchema(body) : undefined;
+    if (invalid !== undefined) {
+      recorded.status = 400;
+      writeJson(response, 400, invalid);
+      return;
+    }
     const failure = this.failures.shift();
     if (failure !== undefined) {
       recorded.status = failure.status;
