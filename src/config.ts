@@ -69,6 +69,16 @@ export interface Config {
   jwt: JwtSettings | undefined;
   /** TLS on every port (`AXON_TLS_*`), when a certificate and key are set. */
   tls: TlsSettings | undefined;
+  /** `AGENT_MAX_TEMP_NETWORKS`: temporary networks served at once, across replicas; 0 = no limit. */
+  maxTemporaryNetworks: number;
+  /** `AXON_TEMPORARY_NETWORK_MAX_SECONDS`: the longest lifetime a temporary network is granted (neuro-san's 24 h). */
+  maxTemporaryNetworkSeconds: number;
+  /** `AGENT_EXTERNAL_SERVER_URL`: how the outside world reaches this server, for temporary networks' URLs. */
+  externalServerUrl: string | undefined;
+  /** `AXON_PERIODIC_CLIENT`: the client `periodic` schedules submit their agent.chat operations as. */
+  periodicClient: string;
+  /** `AXON_PERIODIC_MISSED_TICKS`: a tick missed while every replica was down runs once on return (`run`) or not (`skip`). */
+  periodicMissedTicks: "run" | "skip";
 }
 
 export interface TlsSettings {
@@ -121,7 +131,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = p
     trustUserIdMetadata: boolean(env, "AXON_TRUST_USER_ID_METADATA", false),
     jwt: jwtSettingsFromEnv(env, (file) => path.resolve(projectRoot, file)),
     tls: tlsSettings(env, projectRoot),
+    maxTemporaryNetworks: integer(env, "AGENT_MAX_TEMP_NETWORKS", 0, Number.MIN_SAFE_INTEGER),
+    maxTemporaryNetworkSeconds: integer(env, "AXON_TEMPORARY_NETWORK_MAX_SECONDS", 24 * 60 * 60, 1),
+    externalServerUrl: env.AGENT_EXTERNAL_SERVER_URL?.trim().replace(/\/+$/, "") || undefined,
+    periodicClient: env.AXON_PERIODIC_CLIENT || "system",
+    periodicMissedTicks: oneOf(env, "AXON_PERIODIC_MISSED_TICKS", ["run", "skip"] as const, "run"),
   };
+}
+
+function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === "") return fallback;
+  if ((allowed as readonly string[]).includes(raw)) return raw as T;
+  throw new Error(`${name} must be ${allowed.join(" or ")}, got ${JSON.stringify(env[name])}`);
 }
 
 function tlsSettings(env: NodeJS.ProcessEnv, projectRoot: string): TlsSettings | undefined {

@@ -11,7 +11,7 @@ import { OperationsBroker } from "./broker.js";
 import { systemClock, type Clock } from "./clock.js";
 import { Notifier } from "./notifier.js";
 import { OnceOpen } from "./once-open.js";
-import { loadPolicy, operationsAvailableTo } from "./policy.js";
+import { loadPolicy, operationsAvailableTo, type Policy } from "./policy.js";
 import { AgentChatProvider } from "./providers/agent-chat.js";
 import { loadCredentials } from "./providers/credentials.js";
 import { HttpRequestProvider } from "./providers/http-request.js";
@@ -42,6 +42,10 @@ export interface Operations {
   operationsFor(clientId: string): string[];
   /** Which agent networks each principal may see (AXON_NETWORK_ACCESS_FILE). */
   access: NetworkAccess;
+  /** Who may do what (AXON_POLICY_FILE): also what temporary networks ask for `network.reserve`. */
+  policy: Policy;
+  /** The lifecycle's clock. */
+  clock: Clock;
   close(): Promise<void>;
 }
 
@@ -133,6 +137,8 @@ export async function startOperations(
     ],
     operationsFor: (clientId) => operationsAvailableTo(policy, clientId, providers.names()),
     access,
+    policy,
+    clock,
     async close() {
       waiting.stop();
       await opened.catch(() => undefined);

@@ -9,6 +9,7 @@ import type { Logger } from "../../logger.js";
 import { threadEntryFile } from "../../project-root.js";
 import { AsyncQueue } from "../async-queue.js";
 import type { ChatRunner, ChatTurn } from "../chat-runner.js";
+import type { TemporaryNetworkSpec } from "../temporary-networks.js";
 import { Batches } from "./batches.js";
 import type { ChatThreadSettings, Instruction, Report } from "./protocol.js";
 import { fromWireError } from "./wire-error.js";
@@ -35,12 +36,20 @@ export interface ChatThreadOptions {
  */
 export class ChatThread implements ChatRunner {
   private thread: Promise<RunningThread> | undefined;
+  /** The temporary networks the server serves: a thread started later gets them before its first chat. */
+  private temporaryNetworks: TemporaryNetworkSpec[] = [];
 
   constructor(private readonly options: ChatThreadOptions) {}
 
   async start(turn: ChatTurn): Promise<AsyncIterable<ChatMessage>> {
     const thread = await (this.thread ??= this.spawn());
     return thread.start(turn);
+  }
+
+  /** Serves these temporary networks in the thread too; posted before any chat started after this call. */
+  setTemporaryNetworks(networks: TemporaryNetworkSpec[]): void {
+    this.temporaryNetworks = networks;
+    void this.thread?.then((thread) => thread.setTemporaryNetworks(networks), () => undefined);
   }
 
   /** Ends the thread; chats still running fail as CHAT_THREAD_ENDED. */
@@ -53,6 +62,9 @@ export class ChatThread implements ChatRunner {
   private spawn(): Promise<RunningThread> {
     const spawning = RunningThread.spawn(this.options, () => {
       if (this.thread === spawning) this.thread = undefined;
+    }).then((thread) => {
+      thread.setTemporaryNetworks(this.temporaryNetworks);
+      return thread;
     });
     spawning.catch(() => {
       if (this.thread === spawning) this.thread = undefined;
@@ -156,6 +168,10 @@ class RunningThread {
     else signal.addEventListener("abort", cancel, { once: true });
     await started;
     return messages;
+  }
+
+  setTemporaryNetworks(networks: TemporaryNetworkSpec[]): void {
+    if (!this.ended) this.instructions.push({ kind: "temporary-networks", networks });
   }
 
   /** The thread first ends its Python workers: processes, which a terminated thread would leave running. */

@@ -2,6 +2,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type { Config } from "../../config.js";
 import type { Code } from "../../errors.js";
 import type { LlmCallRecord } from "../../telemetry/llm-calls.js";
+import type { TemporaryNetworkSpec } from "../temporary-networks.js";
 
 /*
  * The messages between the chat thread's runner (on the serving event loop) and the thread, posted in batches
@@ -32,6 +33,8 @@ export type Instruction =
       trace: Record<string, string> | undefined;
     }
   | { kind: "cancel"; id: number }
+  /** The temporary networks to serve from now on, beside the manifest's (the whole set, each time it changes). */
+  | { kind: "temporary-networks"; networks: TemporaryNetworkSpec[] }
   /** The server is stopping: the thread ends what it owns outside itself (Python workers), then says `closed`. */
   | { kind: "close" };
 

@@ -44,13 +44,19 @@ let registry: AgentRegistry;
 let runtime: ConfiguredRuntime;
 try {
   // No logger: the server's registry already reports the same files' problems.
-  registry = await AgentRegistry.load({ manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, llmInfoFile, environment: process.env });
+  registry = await AgentRegistry.load({
+    ...{ manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, llmInfoFile, environment: process.env },
+    // The server judges the temporary networks' expiry, by its own clock, before a chat reaches this thread: here one
+    // is served until the server's next set leaves it out.
+    clock: { now: () => new Date(0) },
+  });
   if (config.manifestUpdatePeriodSeconds > 0) registry.watch(config.manifestUpdatePeriodSeconds);
   runtime = createAgentRuntime(config, registry, process.env, logger);
   port.on("message", (instructions: Instruction[]) => {
     for (const instruction of instructions) {
       if (instruction.kind === "start") void runInCarriedTrace(instruction.trace, () => run(instruction));
       else if (instruction.kind === "cancel") chats.get(instruction.id)?.abort();
+      else if (instruction.kind === "temporary-networks") registry.setTemporaryNetworks(instruction.networks);
       else void runtime.close().finally(() => send({ kind: "closed" }));
     }
   });
