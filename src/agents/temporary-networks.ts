@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { JsonObject } from "./hocon.js";
-import { buildNetwork, type AgentNetwork } from "./network.js";
+import type { AgentNetwork } from "./agent-network.js";
+import { buildNetwork } from "./network.js";
 import { llmConfigProblems } from "./llm-config-problems.js";
 import { RegistryProblemsError, type RegistryProblem } from "./problem.js";
 import type { LlmInfo } from "../llm/llm-info.js";
