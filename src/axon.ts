@@ -7,6 +7,7 @@ import type { Logger } from "./logger.js";
 import { startOperations, type Operations } from "./operations/operations.js";
 import { contractDigest } from "./server/descriptors.js";
 import { systemClock, type Clock } from "./operations/clock.js";
+import { PeriodicRuns } from "./operations/periodic-runs.js";
 import { TemporaryNetworkSync } from "./reservations/temporary-network-sync.js";
 import { TemporaryNetworks } from "./reservations/temporary-networks.js";
 import { HealthState } from "./server/health.js";
@@ -19,6 +20,8 @@ export interface Axon {
   health: HealthState;
   operations: Operations;
   temporaryNetworks: TemporaryNetworks;
+  /** The manifests' `periodic` schedules, looked at every second once the database is open. */
+  periodicRuns: PeriodicRuns;
   /** Drains the server, then stops the registry's reloads. */
   close(): Promise<void>;
 }
@@ -108,6 +111,15 @@ export async function startAxon(
       },
     },
   });
+  const periodicRuns = new PeriodicRuns({
+    registry,
+    broker: operations.broker,
+    database: operations.database,
+    clock,
+    logger,
+    clientId: config.periodicClient,
+    missedTicks: config.periodicMissedTicks,
+  });
   let closing = false;
   const serve = async (): Promise<void> => {
     // The temporary networks kept in the database are served from readiness on, as the manifest's are.
@@ -115,6 +127,7 @@ export async function startAxon(
     health.markReady();
     // Submissions are stored from now on; the worker executes what is approved once it holds its lease.
     void operations.worker.start();
+    periodicRuns.start();
   };
   if (operations.openedAtStart) await serve();
   else {
@@ -132,9 +145,11 @@ export async function startAxon(
     health,
     operations,
     temporaryNetworks,
+    periodicRuns,
     async close() {
       closing = true;
       sync?.close();
+      periodicRuns.close();
       await server.close();
       await operations.close();
       await chatThread?.close();

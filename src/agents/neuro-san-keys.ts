@@ -32,7 +32,7 @@ const NOT_IMPLEMENTED: Record<string, string> = {
   error_fragments: "answers are not searched for error fragments; they reach the caller as they are",
   max_steps: "a chat is bounded by the network's max_iterations and max_execution_seconds instead",
   request_timeout_seconds: "a chat is bounded by max_execution_seconds and the client's own deadline instead",
-  invocation: "the agent runs only when a client chats with it",
+  invocation: "Axon reads a front man's invocation from its function block (function.invocation), for the manifest's periodic",
 };
 
 /** What only the network's top level sets in Axon, when an agent spec sets it for itself. */

@@ -11,6 +11,8 @@ import { HoconError, parseHoconFile, type Environment, type HoconOptions, type J
 import { llmConfigProblems } from "./llm-config-problems.js";
 import { loadInfoFile, locateNamedFile, type LoadedInfo } from "./info-files.js";
 import { manifestFilesOf, readManifests, type ManifestEntry } from "./manifest.js";
+import type { PeriodicInteraction } from "./periodic.js";
+import { isJsonObject } from "../json.js";
 import { readMcpInfo, type McpInfo, type McpServerInfo } from "./mcp-client/mcp-info.js";
 import { nameMcpTools } from "./mcp-tool-names.js";
 import type { AgentFunction, AgentNetwork } from "./agent-network.js";
@@ -67,6 +69,8 @@ interface Snapshot {
   /** The server's toolbox and LLM info: what temporary networks are built against. */
   toolbox: Toolbox;
   llmInfo: LlmInfo;
+  /** Network name -> the runs its manifest entry schedules (`periodic`), for the networks invoked by events. */
+  periodic: ReadonlyMap<string, readonly PeriodicInteraction[]>;
 }
 
 const EMPTY: Snapshot = {
@@ -78,6 +82,7 @@ const EMPTY: Snapshot = {
   fingerprints: new Map(),
   toolbox: DEFAULT_TOOLBOX,
   llmInfo: EMPTY_LLM_INFO,
+  periodic: new Map(),
 };
 
 /** A temporary network as served: built once, until it expires (epoch milliseconds). */
@@ -229,6 +234,11 @@ export class AgentRegistry {
       }
     }
     this.temporary = temporary;
+  }
+
+  /** The runs manifests schedule (`periodic`), by network, for the served networks their front man lets events invoke. */
+  periodicRuns(): { network: string; interactions: readonly PeriodicInteraction[] }[] {
+    return [...this.snapshot.periodic].map(([network, interactions]) => ({ network, interactions }));
   }
 
   /** What would keep a temporary network from being served (thrown as RegistryProblemsError), else its warnings. */
@@ -398,6 +408,21 @@ export class AgentRegistry {
       }
     });
 
+    const periodic = new Map<string, readonly PeriodicInteraction[]>();
+    for (const entry of served) {
+      const network = networks.get(entry.name);
+      if (network === undefined || entry.periodic.length === 0) continue;
+      if (invokedByEvents(network)) periodic.set(entry.name, entry.periodic);
+      else {
+        problems.push({
+          file: entry.manifest,
+          key: entry.entry,
+          reason: `periodic is ignored: the front man of ${entry.name} is not invoked by events (its function.invocation is not "event")`,
+          severity: "warning",
+        });
+      }
+    }
+
     const offered = served.filter((entry) => entry.mcp && networks.has(entry.name));
     const publicNetworks = new Set([...networks.values()].filter((network) => network.public).map((network) => network.name));
     const mcpNaming = nameMcpTools(
@@ -416,6 +441,7 @@ export class AgentRegistry {
       fingerprints: await fingerprintsOf(files),
       toolbox: toolbox.value,
       llmInfo: llmInfo.value,
+      periodic,
     };
     this.log(problems, "agent network problem");
     this.options.logger?.info(
@@ -492,6 +518,12 @@ export class AgentRegistry {
       this.options.logger?.warn({ ...problem, problem: describeProblem(problem) }, problem.severity === "warning" ? "agent network warning" : message);
     }
   }
+}
+
+/** neuro-san runs `periodic` schedules only for a network whose front man is invoked by events. */
+function invokedByEvents(network: AgentNetwork): boolean {
+  const fn = network.frontMan.raw["function"];
+  return isJsonObject(fn) && fn["invocation"] === "event";
 }
 
 /** An LLM info file's problems are warnings: a bad entry is skipped, the rest of the file still counts. */

@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import type { ChatRunner } from "../../src/agents/chat-runner.js";
 import type { AgentRegistry } from "../../src/agents/registry.js";
-import { startAxon } from "../../src/axon.js";
+import { startAxon, type Axon } from "../../src/axon.js";
 import { loadConfig, type Config } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import type { HealthState } from "../../src/server/health.js";
@@ -20,6 +20,8 @@ export interface TestServer {
   health: HealthState;
   registry: AgentRegistry;
   operations: Operations;
+  temporaryNetworks: Axon["temporaryNetworks"];
+  periodicRuns: Axon["periodicRuns"];
   /** Where this server keeps its database and its clients and operators files. */
   dataDir: string;
   close(): Promise<void>;
