@@ -114,6 +114,17 @@ export class ChatSession {
   }
 
   /**
+   * This session over another sly_data dict, and cancelled by `signal` too: what a tool that calls a node of its own
+   * network (neuro-san's `use_tool`) runs that node in. Origins, counters, messages and the request stay this session's.
+   */
+  forToolUse(slyData: JsonObject, signal: AbortSignal): ChatSession {
+    const view = Object.create(this) as ChatSession & { request: RequestScope };
+    view.slyData = slyData;
+    view.request = { ...this.request, signal: AbortSignal.any([this.request.signal, signal]) };
+    return view;
+  }
+
+  /**
    * A nested session for another network of this server: its own sly_data and counters, same request. Its messages
    * reach this chat's client only when `forwardMessages` says so.
    */
