@@ -1,6 +1,7 @@
 import type { ChatRunner } from "./agents/chat-runner.js";
 import { ChatThread } from "./agents/chat-thread/chat-thread.js";
 import { AgentRegistry } from "./agents/registry.js";
+import type { DeployTemporaryNetworks } from "./agents/temporary-networks.js";
 import { JwtVerifier } from "./auth/jwt.js";
 import type { Config } from "./config.js";
 import type { Logger } from "./logger.js";
@@ -52,7 +53,8 @@ export async function startAxon(
     refreshTemporaryNetworks: () => sync?.refresh() ?? Promise.resolve(),
   });
   // Chats (StreamingChat and agent.chat operations) run on a thread of their own, off the loop that serves requests.
-  const chatThread = options.chats ? undefined : new ChatThread({ config, env, logger });
+  const deployTemporaryNetworks: DeployTemporaryNetworks = (owner, deployments) => temporaryNetworks.deploy(owner, deployments);
+  const chatThread: ChatThread | undefined = options.chats ? undefined : new ChatThread({ config, env, logger, deployTemporaryNetworks });
   const chats = options.chats ?? chatThread!;
   // The networks are read while the database opens: the one is mostly the HOCON parser's work, the other mostly
   // waiting for the disk and the SQLite thread. Nothing reads the registry before both are done.
@@ -66,7 +68,7 @@ export async function startAxon(
     throw error;
   });
   if (config.manifestUpdatePeriodSeconds > 0) registry.watch(config.manifestUpdatePeriodSeconds);
-  const temporaryNetworks = new TemporaryNetworks({
+  const temporaryNetworks: TemporaryNetworks = new TemporaryNetworks({
     database: operations.database,
     clock,
     policy: operations.policy,

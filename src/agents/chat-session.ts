@@ -5,6 +5,7 @@ import { ChatMessageSchema, OriginSchema, type ChatMessage, type Origin } from "
 import type { CodedToolLoader } from "./coded-tools.js";
 import type { McpConnections } from "./mcp-client/mcp-connections.js";
 import type { PythonChat } from "./python/python-pool.js";
+import type { DeployTemporaryNetworks } from "./temporary-networks.js";
 import type { Activation } from "./tool-call.js";
 import type { AgentFunction, AgentNetwork, AgentSpec } from "./agent-network.js";
 
@@ -27,6 +28,8 @@ export interface SessionServices {
   /** Runs another network of this server for an external node `/name`. */
   runNetwork(name: string, input: NetworkInput, parent: ChatSession): Promise<NetworkAnswer>;
   logger: Logger;
+  /** Where a coded tool's Reservationist deploys temporary networks, where this process has them. */
+  deployTemporaryNetworks?: DeployTemporaryNetworks;
 }
 
 /** What every session of one request shares, nested networks included. */

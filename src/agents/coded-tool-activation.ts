@@ -85,6 +85,7 @@ async function runPythonTool(session: ChatSession, spec: AgentSpec, tool: Python
  * sly_data as the called tool left it, for the Python side to update the dict it passed.
  */
 function pythonCallbacks(session: ChatSession, caller: Caller): CallbackHandlers {
+  const reserving = isJsonObject(caller.spec.raw.allow) && caller.spec.raw.allow.reservations === true;
   return {
     use_tool: async (request, signal) => {
       const { tool, args, sly_data: slyData } = request;
@@ -93,7 +94,23 @@ function pythonCallbacks(session: ChatSession, caller: Caller): CallbackHandlers
       const text = await useTool(scoped, caller, tool, isJsonObject(args) ? args : {});
       return { text, sly_data: scoped.slyData };
     },
+    // The `reservationist` special arg's deploy: only for a tool whose spec says allow.reservations, as in neuro-san.
+    ...(reserving ? { deploy_reservations: (request) => deployReservations(session, request) } : {}),
   };
+}
+
+/** What a Reservationist reserved, deployed as temporary networks owned by the network whose tool made them. */
+async function deployReservations(session: ChatSession, request: JsonObject): Promise<JsonObject> {
+  const deploy = session.services.deployTemporaryNetworks;
+  if (deploy === undefined) throw new AxonError(Code.FailedPrecondition, "RESERVATIONS_UNAVAILABLE", "this process keeps no temporary networks");
+  const written = Array.isArray(request.deployments) ? request.deployments.filter(isJsonObject) : [];
+  const deployments = written.map((deployment) => ({
+    name: String(deployment.name),
+    lifetimeSeconds: Number(deployment.lifetime_seconds),
+    spec: isJsonObject(deployment.spec) ? deployment.spec : {},
+  }));
+  const deployed = await deploy(`network:${session.network.name}`, deployments);
+  return { networks: deployed.map(({ name, expiresAt }) => ({ name, expires_at: expiresAt.getTime() / 1000 })) };
 }
 
 function applySlyDataChanges(slyData: JsonObject, changes: SlyDataChanges): void {

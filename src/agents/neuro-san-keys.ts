@@ -19,7 +19,7 @@ const AGENT_KEYS = new Set([
   "structure_formats",
 ]);
 
-const ALLOW_KEYS = new Set(["connectivity", "to_downstream", "from_downstream", "to_upstream"]);
+const ALLOW_KEYS = new Set(["connectivity", "to_downstream", "from_downstream", "to_upstream", "reservations"]);
 const ALLOW_DIRECTION_KEYS: Record<string, Set<string>> = {
   to_downstream: new Set(["sly_data"]),
   from_downstream: new Set(["sly_data", "messages"]),

@@ -18,6 +18,24 @@ export interface TemporaryNetworkSpec {
   expiresAt: Date;
 }
 
+/** One network a coded tool's Reservationist deploys, under the name it reserved. */
+export interface TemporaryDeployment {
+  name: string;
+  lifetimeSeconds: number;
+  spec: JsonObject;
+}
+
+export interface DeployedNetwork {
+  name: string;
+  expiresAt: Date;
+}
+
+/**
+ * Where a coded tool's Reservationist deploys (the server's database): all or none, each spec checked as a network
+ * file is, served before this resolves. `owner` names the network whose tool deployed them.
+ */
+export type DeployTemporaryNetworks = (owner: string, deployments: TemporaryDeployment[]) => Promise<DeployedNetwork[]>;
+
 /** neuro-san's reservation ids: an optional prefix and a dash, then a version 4 UUID. */
 const RESERVATION_NAME = /(^|-)[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 /** neuro-san refuses these in a prefix, which must stay one URL path segment. */

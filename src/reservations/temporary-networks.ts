@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { RegistryProblemsError, type RegistryProblem } from "../agents/problem.js";
 import type { AgentRegistry } from "../agents/registry.js";
-import { isReservationName, newReservationName, prefixProblem, type TemporaryNetworkSpec } from "../agents/temporary-networks.js";
+import { isReservationName, newReservationName, prefixProblem, type DeployedNetwork, type TemporaryDeployment, type TemporaryNetworkSpec } from "../agents/temporary-networks.js";
 import { AxonError, Code, invalidArgument, notFound, type FieldViolation } from "../errors.js";
 import { isJsonObject } from "../json.js";
 import type { Clock } from "../operations/clock.js";
@@ -100,6 +100,37 @@ export class TemporaryNetworks {
     });
     await this.options.changed();
     return { network: this.networkOf(row), warnings: warnings.map(describeWarning) };
+  }
+
+  /**
+   * Deploys what a coded tool's Reservationist reserved (neuro-san's `allow.reservations`), all or none: the names it
+   * made, each spec checked as a network file is, lifetimes capped, counted against the limit together. They are
+   * private, and owned by `owner` (the network whose tool deployed them), which no client can name.
+   */
+  async deploy(owner: string, deployments: readonly TemporaryDeployment[]): Promise<DeployedNetwork[]> {
+    const { limits, clock, registry, database } = this.options;
+    const violations: FieldViolation[] = [];
+    deployments.forEach(({ name, lifetimeSeconds }, index) => {
+      if (!isReservationName(name) || prefixProblem(name.slice(0, -37)) !== undefined) violations.push({ field: `deployments[${index}].name`, description: "a reserved name: a prefix without / : or spaces, a dash, a UUID" });
+      if (!(Number.isFinite(lifetimeSeconds) && lifetimeSeconds > 0)) violations.push({ field: `deployments[${index}].lifetime_seconds`, description: "a positive number of seconds" });
+    });
+    if (violations.length > 0) throw invalidArgument("INVALID_TEMPORARY_NETWORK", "the reservations cannot be deployed", violations);
+    for (const { name, spec } of deployments) checked(() => registry.checkTemporaryNetwork({ name, spec, public: false }));
+    const rows = await capacityLock(database.prisma, database.provider, reservationLockKey)(async (tx) => {
+      const now = clock.now();
+      if (limits.maxNetworks > 0) {
+        const served = await tx.temporaryNetwork.findMany({ where: { expiresAt: { gt: now } }, select: { expiresAt: true }, orderBy: { expiresAt: "asc" }, take: limits.maxNetworks });
+        if (served.length + deployments.length > limits.maxNetworks) throw tooMany(limits.maxNetworks, served[0]?.expiresAt ?? now, now);
+      }
+      const created: TemporaryNetworkRow[] = [];
+      for (const { name, lifetimeSeconds, spec } of deployments) {
+        const expiresAt = new Date(now.getTime() + Math.min(lifetimeSeconds, limits.maxLifetimeSeconds) * 1000);
+        created.push(await tx.temporaryNetwork.create({ data: { name, clientId: owner, spec, public: false, createdAt: now, expiresAt } }));
+      }
+      return created;
+    });
+    await this.options.changed();
+    return rows.map(({ name, expiresAt }) => ({ name, expiresAt }));
   }
 
   /** The client's own temporary networks that have not expired, soonest to expire first. */

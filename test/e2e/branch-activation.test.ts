@@ -94,4 +94,22 @@ describe.each([
     expect(toolResults(lines).map((result) => result.text)).toEqual(["9", "Adder answered: 9 (total 9)"]);
     expect(toolResults(lines)[0].tool_result_origin.map((step: Json) => step.tool)).toEqual(["Front", "TsDelegator", "Adder"]);
   });
+
+  it("a tool whose spec allows reservations deploys a network with its reservationist, and chats with it by its reservation", async () => {
+    const lines = await chat('Designer {"topic": "the sea", "lifetime": 600}');
+    const result: string = toolResults(lines).at(-1).text;
+    const [, name, until] = /^(designed-[0-9a-f]{8}-[0-9a-f-]{27}) until (\d+): Answer: .*the sea/s.exec(result) ?? [];
+    expect(name, result).toBeDefined();
+    expect(Number(until) * 1000).toBeGreaterThan(Date.now());
+    expect(finalOf(lines).sly_data).toMatchObject({ designed: name });
+    // Served on the neuro-san API under its reserved name, private: callable, not listed.
+    expect(await (await fetch(`${axon.url}/api/v1/${name}/function`)).json()).toEqual({ function: { description: "Writes." } });
+    const listed = (await (await fetch(`${axon.url}/api/v1/list`)).json()) as { agents: { agent_name: string }[] };
+    expect(listed.agents.map((agent) => agent.agent_name)).not.toContain(name);
+  });
+
+  it("a tool whose spec does not allow reservations gets no reservationist", async () => {
+    const lines = await chat('Undesigner {"topic": "the sea"}');
+    expect(toolResults(lines).at(-1).text).toBe("no reservationist");
+  });
 });

@@ -9,10 +9,10 @@ import type { Logger } from "../../logger.js";
 import { threadEntryFile } from "../../project-root.js";
 import { AsyncQueue } from "../async-queue.js";
 import type { ChatRunner, ChatTurn } from "../chat-runner.js";
-import type { TemporaryNetworkSpec } from "../temporary-networks.js";
+import type { DeployTemporaryNetworks, TemporaryNetworkSpec } from "../temporary-networks.js";
 import { Batches } from "./batches.js";
 import type { ChatThreadSettings, Instruction, Report } from "./protocol.js";
-import { fromWireError } from "./wire-error.js";
+import { fromWireError, toWireError } from "./wire-error.js";
 import { traceCarrier } from "../../telemetry/thread-context.js";
 import { reportLlmCall } from "../../telemetry/llm-calls.js";
 
@@ -26,6 +26,8 @@ export interface ChatThreadOptions {
   env: NodeJS.ProcessEnv;
   /** The thread's records are written to this logger's destination, at its level. */
   logger: Logger;
+  /** Where the thread's coded tools deploy temporary networks (the server's database); without it they cannot. */
+  deployTemporaryNetworks?: DeployTemporaryNetworks;
 }
 
 /**
@@ -95,7 +97,7 @@ class RunningThread {
     const worker = new Worker(threadEntry, { workerData: settings, env });
     // The destination the server logger writes to: the thread's records, serialized there, join the same stream.
     const log = (logger as unknown as Record<symbol, { write(record: string): unknown }>)[symbols.streamSym]!;
-    const thread = new RunningThread(worker, log, logger, onEnd);
+    const thread = new RunningThread(worker, log, logger, onEnd, options.deployTemporaryNetworks);
     try {
       await thread.ready;
     } catch (error) {
@@ -112,8 +114,9 @@ class RunningThread {
   private constructor(
     private readonly worker: Worker,
     log: { write(record: string): unknown },
-    logger: Logger,
+    private readonly logger: Logger,
     onEnd: () => void,
+    private readonly deployTemporaryNetworks: DeployTemporaryNetworks | undefined,
   ) {
     let crash: Error | undefined;
     let readied: { resolve(): void; reject(error: Error): void };
@@ -125,6 +128,7 @@ class RunningThread {
         else if (report.kind === "ready") readied.resolve();
         else if (report.kind === "unready") readied.reject(fromWireError(report.error));
         else if (report.kind === "closed") this.closedReport();
+        else if (report.kind === "deploy-temporary-networks") this.deploy(report);
         else this.settle(report);
       }
     });
@@ -185,7 +189,21 @@ class RunningThread {
     await this.worker.terminate();
   }
 
-  private settle(report: Exclude<Report, { kind: "log" | "llm-call" | "ready" | "unready" | "closed" }>): void {
+  /** Deploys what a tool of the thread reserved, and answers the thread once they are served (or with why not). */
+  private deploy({ request, owner, deployments }: Extract<Report, { kind: "deploy-temporary-networks" }>): void {
+    const deploy = this.deployTemporaryNetworks ?? (() => Promise.reject(new AxonError(Code.FailedPrecondition, "RESERVATIONS_UNAVAILABLE", "this process keeps no temporary networks")));
+    void deploy(owner, deployments).then(
+      (networks) => this.instructions.push({ kind: "temporary-networks-deployed", request, networks }),
+      (error: unknown) => {
+        // What the tool is told goes on to an LLM: a storage failure's own words stay in the log.
+        if (!(error instanceof AxonError)) this.logger.error({ err: error, owner }, "temporary networks could not be deployed");
+        const refusal = error instanceof AxonError ? error : new AxonError(Code.Unavailable, "TEMPORARY_NETWORKS_UNAVAILABLE", "the temporary networks could not be stored");
+        this.instructions.push({ kind: "temporary-networks-refused", request, error: toWireError(refusal) });
+      },
+    );
+  }
+
+  private settle(report: Exclude<Report, { kind: "log" | "llm-call" | "ready" | "unready" | "closed" | "deploy-temporary-networks" }>): void {
     const chat = this.chats.get(report.id);
     if (chat === undefined) return;
     switch (report.kind) {

@@ -45,6 +45,10 @@ is the callback request `use_tool` {"tool", "args", "sly_data"} answered {"text"
 the network, and the dict passed is updated with the sly_data it left. With the installed neuro-san, its
 BranchActivation's constructor and use_tool are Axon's in this process: its own need a neuro-san server around them.
 
+A coded tool whose spec says `allow.reservations: true` gets neuro-san's `reservationist` special arg: its deploy, on
+leaving `async with`, is the callback request `deploy_reservations` {"deployments": [{"name", "lifetime_seconds",
+"spec"}]} answered {"networks": [{"name", "expires_at"}]} (seconds since the epoch).
+
 Calls of one chat come to one worker: the chat's sly_data values that JSON cannot carry (clients, connections) stay
 here, keyed by the chat, and later tools of the chat get them back in their sly_data.
 """
@@ -55,7 +59,9 @@ import importlib.util
 import json
 import os
 import sys
+import time
 import traceback
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 STAND_IN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stand-in")
@@ -302,6 +308,93 @@ class AxonBranchActivation:
         return await self.use_tool(f"/{reservation_id}", args, sly_data)
 
 
+class AxonReservation:
+    """neuro-san's Reservation of a temporary network's name: `<prefix>-<uuid4>`, made where it is asked for."""
+
+    def __init__(self, lifetime_in_seconds, prefix=""):
+        self.id = str(uuid.uuid4())
+        self.prefix = f"{prefix}-" if prefix else ""
+        self.lifetime_in_seconds = lifetime_in_seconds
+        self.expiration_time_in_seconds = 0.0
+
+    def get_reservation_id(self):
+        return f"{self.prefix}{self.id}"
+
+    def get_prefix(self):
+        return self.prefix
+
+    def get_lifetime_in_seconds(self):
+        return self.lifetime_in_seconds
+
+    def get_expiration_time_in_seconds(self):
+        return self.expiration_time_in_seconds
+
+    def is_expired(self):
+        return time.time() > self.expiration_time_in_seconds
+
+    def get_url(self):
+        return self.get_reservation_id()
+
+
+class AxonReservationist:
+    """The `reservationist` special arg of a coded tool whose spec allows reservations, as neuro-san's: reserve() names,
+    deploy() inside `async with` gathers network specs, and leaving the block deploys them all (or raises ValueError
+    saying why none was): served by every replica, until they expire, by the time the block is left."""
+
+    DEFAULT_LIFETIME = 24 * 60 * 60
+
+    def __init__(self):
+        self._deployments = []
+        self._events = []
+
+    async def reserve(self, lifetime_in_seconds=DEFAULT_LIFETIME, prefix=""):
+        prefix = prefix or ""
+        if any(char in prefix for char in "/: "):
+            raise ValueError(f"Reservation id {prefix} cannot contain any of these characters: '/: '")
+        return AxonReservation(lifetime_in_seconds, prefix)
+
+    def validate_with(self, external_networks=None, mcp_servers=None):
+        _ = (external_networks, mcp_servers)
+        return self
+
+    async def __aenter__(self):
+        self._deployments = []
+        self._events = []
+        return self
+
+    async def deploy(self, deployment_dict, confirmation=False):
+        if not deployment_dict:
+            return None
+        self._deployments.extend(deployment_dict.items())
+        if not confirmation:
+            return None
+        event = asyncio.Event()
+        self._events.append(event)
+        return event
+
+    async def deploy_one(self, reservation, deployment, confirmation=False):
+        return await self.deploy({reservation: deployment}, confirmation=confirmation)
+
+    async def __aexit__(self, exc_type, exc_val, exc_tb):
+        deployments, events = self._deployments, self._events
+        self._deployments, self._events = [], []
+        if exc_type is not None or not deployments:
+            return
+        request = [
+            {"name": reservation.get_reservation_id(), "lifetime_seconds": reservation.get_lifetime_in_seconds(), "spec": spec}
+            for reservation, spec in deployments
+        ]
+        try:
+            answer = await axon_request("deploy_reservations", {"deployments": request})
+        except AxonCallbackError as error:
+            raise ValueError(f"the reservations were not deployed: {error.message}") from error
+        expiries = {network["name"]: network["expires_at"] for network in answer.get("networks", [])}
+        for reservation, _ in deployments:
+            reservation.expiration_time_in_seconds = expiries.get(reservation.get_reservation_id(), 0.0)
+        for event in events:
+            event.set()
+
+
 BRANCH_ACTIVATION_MODULE = "neuro_san.internals.graph.activations.branch_activation"
 
 
@@ -417,6 +510,9 @@ class Worker:
         if args.get("progress_reporter") is None:
             args["progress_reporter"] = ProgressReporter(self, call_id)
         spec = message.get("spec") or {}
+        allow = spec.get("allow") if isinstance(spec.get("allow"), dict) else {}
+        if args.get("reservationist") is None and allow.get("reservations") is True:
+            args["reservationist"] = AxonReservationist()
         if branch_activation_base(tool_class) is not None:
             tool = tool_class(AxonRunContext(args.get("origin") or []), AxonToolFactory(spec), args, spec, sly_data)
         else:
