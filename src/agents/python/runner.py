@@ -222,6 +222,8 @@ class ProgressReporter:
 
 async def use_tool(tool_name, tool_args, sly_data):
     """Runs `tool_name` of the calling tool's network through Axon; `sly_data` is updated as the tool left it."""
+    if sly_data is None:
+        sly_data = {}
     sent = {key: value for key, value in sly_data.items() if is_json(value)}
     answer = await axon_request("use_tool", {"tool": tool_name, "args": tool_args or {}, "sly_data": sent})
     left = answer.get("sly_data") or {}
@@ -266,14 +268,8 @@ class AxonToolActivation:
 class AxonToolFactory:
     """neuro-san's AgentToolFactory as a BranchActivation uses it: the activations it makes run through Axon."""
 
-    def __init__(self, spec):
-        self._spec = spec
-
     def get_config(self):
         return {}
-
-    def get_agent_tool_spec(self, name):
-        return self._spec if name == self._spec.get("name") else None
 
     def create_agent_activation(self, run_context, agent_spec, tool_name, sly_data, tool_args=None, *more, **named):
         _ = (run_context, agent_spec, more, named)
@@ -514,7 +510,7 @@ class Worker:
         if args.get("reservationist") is None and allow.get("reservations") is True:
             args["reservationist"] = AxonReservationist()
         if branch_activation_base(tool_class) is not None:
-            tool = tool_class(AxonRunContext(args.get("origin") or []), AxonToolFactory(spec), args, spec, sly_data)
+            tool = tool_class(AxonRunContext(args.get("origin") or []), AxonToolFactory(), args, spec, sly_data)
         else:
             tool = tool_class()
         if not isinstance(tool, self.coded_tool):
