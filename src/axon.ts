@@ -66,6 +66,7 @@ export async function startAxon(
       principals: operations.principals,
       access: operations.access,
       transfers: operations.transfers,
+      inference: operations.inference,
       descriptor: {
         contractDigest,
         buildId: env.AXON_BUILD_ID ?? `axon-${process.env.npm_package_version ?? "dev"}`,

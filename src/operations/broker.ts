@@ -3,6 +3,7 @@ import type { AdmissionLimits } from "./admission.js";
 import { systemClock, type Clock } from "./clock.js";
 import { Decisions, type DecisionInput } from "./decisions.js";
 import { Grants, type GrantInput } from "./grants.js";
+import { NativeCalls } from "./native-calls.js";
 import type { Notifier } from "./notifier.js";
 import { OwnOperations } from "./own-operations.js";
 import type { GrantTermsInput, Policy } from "./policy.js";
@@ -39,6 +40,8 @@ export class OperationsBroker {
   private readonly waits: Waits;
   private readonly grants: Grants;
   private readonly decisions: Decisions;
+  /** Native routes' calls (Git, OpenAI's /v1, tool calls), decided as operations are. */
+  readonly native = new NativeCalls();
 
   constructor(options: BrokerOptions) {
     const clock = options.clock ?? systemClock;

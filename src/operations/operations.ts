@@ -6,6 +6,9 @@ import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { Database } from "../store/database.js";
 import { waitForDatabase } from "../store/database-wait.js";
+import { databaseTokenStore } from "../inference/daily-tokens.js";
+import { createInference, type Inference } from "../inference/inference.js";
+import { loadUpstreams } from "../inference/upstreams.js";
 import { loadAdmissionLimits } from "./admission.js";
 import { OperationsBroker } from "./broker.js";
 import { systemClock, type Clock } from "./clock.js";
@@ -42,6 +45,8 @@ export interface Operations {
   operationsFor(clientId: string): string[];
   /** Which agent networks each principal may see (AXON_NETWORK_ACCESS_FILE). */
   access: NetworkAccess;
+  /** OpenAI's `/v1`: the model upstreams (AXON_INFERENCE_FILE), admission and each client's tokens today. */
+  inference: Inference;
   close(): Promise<void>;
 }
 
@@ -59,15 +64,18 @@ export async function startOperations(
   const operators = await loadPrincipals(config.operatorsFile, "operator", { generateIfMissing: { names: ["admin"] }, logger });
   assertSeparateSecrets(clients.principals, operators.principals);
 
-  const [policy, admission, credentials, access] = await Promise.all([
+  const [policy, admission, credentials, access, upstreams] = await Promise.all([
     loadPolicy(config.policyFile, { projectRoot: config.projectRoot }),
     loadAdmissionLimits(config.admissionFile, { projectRoot: config.projectRoot }),
     loadCredentials(config.credentialsFile, deps.env, { projectRoot: config.projectRoot }),
     loadNetworkAccess(config.networkAccessFile, { projectRoot: config.projectRoot }),
+    loadUpstreams(config.inferenceFile, deps.env, { projectRoot: config.projectRoot }),
   ]);
   const clock = deps.clock ?? systemClock;
   const parts = { database: new OnceOpen<Database>(), broker: new OnceOpen<OperationsBroker>(), worker: new OnceOpen<ExecutionWorker>(), transfers: new OnceOpen<Transfers>() };
   let closeAssembled: (() => Promise<void>) | undefined;
+  // Its token counts are read and written only once the database is open (before, a budget check is an outage).
+  const inference = createInference({ upstreams, limits: admission, tokenStore: databaseTokenStore(parts.database.standIn), clock, logger });
 
   // Sealed bodies are opened at execution, which begins only once the database is open.
   const sealedBodies = { consume: (clientId: string, id: string) => parts.transfers.get().sealedPayloads.consume(clientId, id) };
@@ -133,6 +141,7 @@ export async function startOperations(
     ],
     operationsFor: (clientId) => operationsAvailableTo(policy, clientId, providers.names()),
     access,
+    inference,
     async close() {
       waiting.stop();
       await opened.catch(() => undefined);

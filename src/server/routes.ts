@@ -13,6 +13,7 @@ import { AgentOperationsService } from "../gen/axon/agent/v1/agent_pb.js";
 import { OperatorService } from "../gen/axon/operator/v1/operator_pb.js";
 import type { OperationsBroker } from "../operations/broker.js";
 import type { Transfers } from "../operations/transfers/transfers.js";
+import type { Inference } from "../inference/inference.js";
 import { agentOperationsService, type Descriptor } from "./agent-operations-service.js";
 import { agentService } from "./agent-service.js";
 import { operatorService } from "./operator-service.js";
@@ -38,6 +39,8 @@ export interface OperationsSurface {
   principals: { clients: PrincipalSet; operators: PrincipalSet };
   /** Which agent networks each principal may see, on every way into a network. */
   access: NetworkAccess;
+  /** OpenAI's `/v1`: brokered models and agent networks as models. */
+  inference: Inference;
 }
 
 /** A service and its implementation. */

@@ -36,6 +36,8 @@ import { rpcFramingOf, unknownRpc, unsupportedEncoding, unsupportedEncodingError
 import { requestPath, RpcMethods, type ResolvedMethod } from "./rpc-methods.js";
 import { toConnectError } from "./status.js";
 import { createTransferRoutes } from "./transfer-routes.js";
+import { createInferenceRoutes } from "../inference/inference-routes.js";
+import type { NativeCall } from "../operations/native-calls.js";
 import { isStrictService } from "./strict/contract.js";
 import { refuseUndecodable } from "./undecodable.js";
 import { serveWebConsole } from "./web-console.js";
@@ -110,6 +112,12 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
   const rest = createRestTranscoder({ services: restServices.filter(served), methods, ...direct });
   const webConsole = serveWebConsole();
   const transferRoutes = createTransferRoutes({ transfers: options.operations.transfers, authenticator, logger });
+  // The broker is a stand-in until the database opens: its native calls are looked up per call.
+  const native = { request: (call: NativeCall) => options.operations.broker.native.request(call) };
+  const inferenceRoutes = createInferenceRoutes({
+    ...{ inference: options.operations.inference, native, authenticator, metrics, logger },
+    ...{ registry: options.registry, chats: options.chats, access: options.operations.access, maxRequestBytes: config.maxRequestBytes },
+  });
   let mcp: Promise<McpHandler> | undefined;
   const mcpHandler = (): Promise<McpHandler> =>
     (mcp ??= import("../mcp/http-transport.js").then(({ createMcpHandler }) =>
@@ -209,6 +217,7 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
     // No REST template names a transfer or a console path: REST, which most calls are, is asked first.
     if (await rest.handle(req, res)) return;
     if (await transferRoutes.handle(req, res)) return;
+    if (await inferenceRoutes.handle(req, res)) return;
     if (await webConsole.handle(req, res)) return;
     // Connect clients read 404 as UNIMPLEMENTED too; it is what an HTTP client expects of a path that is not there.
     const framing = rpcFramingOf(req, path);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { admit, windowStartOf, type AdmissionLimits } from "../../src/operations/admission.js";
+import { admit, defaultAdmissionLimits, windowStartOf, type AdmissionLimits } from "../../src/operations/admission.js";
 import { newId } from "../../src/operations/lifecycle.js";
 import { operationsStore, type StoreClient } from "../../src/operations/store.js";
 import { writeSubmission, type PlannedSubmission } from "../../src/operations/submission-store.js";
@@ -10,6 +10,7 @@ const { sqlite, postgres } = testDatabases("axon-submission");
 
 const windowSeconds = 2_147_483_647;
 const limits: AdmissionLimits = {
+  ...defaultAdmissionLimits,
   requestsPerWindow: 3,
   windowSeconds,
   clientActive: 1000,

@@ -1,0 +1,94 @@
+import type { Clock } from "../operations/clock.js";
+import type { Database } from "../store/database.js";
+
+/** Where the day's tokens are kept: a row per client and UTC day (`InferenceTokens`), shared by the replicas. */
+export interface DailyTokenStore {
+  /** The day's total so far. */
+  read(clientId: string, day: string): Promise<number>;
+  /** Adds to the day's total and returns the new total, in one statement. */
+  add(clientId: string, day: string, tokens: number): Promise<number>;
+}
+
+/** A replica's view is refreshed in the background when older than this: another replica may have spent meanwhile. */
+const refreshMs = 2_000;
+
+/**
+ * Each client's tokens today, as the budget check reads them. Checking never waits on the database once the client's
+ * day has been read on this replica: it reads what this replica last saw (its own additions, each of which returns the
+ * total across replicas, and a refresh in the background when that is more than a moment old). So a budget is
+ * exceeded by at most the calls in flight when it ran out, on every replica.
+ */
+export class DailyTokens {
+  private readonly seen = new Map<string, { day: string; tokens: number; at: number; refreshing?: boolean }>();
+
+  constructor(
+    private readonly store: DailyTokenStore,
+    private readonly clock: Clock,
+  ) {}
+
+  async usedToday(clientId: string): Promise<number> {
+    const now = this.clock.now();
+    const day = dayOf(now);
+    const seen = this.seen.get(clientId);
+    if (seen === undefined || seen.day !== day) {
+      const tokens = await this.store.read(clientId, day);
+      this.seen.set(clientId, { day, tokens, at: now.getTime() });
+      return tokens;
+    }
+    if (now.getTime() - seen.at >= refreshMs && !seen.refreshing) {
+      seen.refreshing = true;
+      void this.store.read(clientId, day).then(
+        (tokens) => this.remember(clientId, day, tokens),
+        () => (seen.refreshing = false),
+      );
+    }
+    return seen.tokens;
+  }
+
+  /** Counts a finished call's tokens (after it has answered: nothing waits on this). */
+  async add(clientId: string, tokens: number): Promise<void> {
+    if (tokens <= 0) return;
+    const day = dayOf(this.clock.now());
+    this.remember(clientId, day, await this.store.add(clientId, day, tokens));
+  }
+
+  /** Seconds until the UTC day ends, when a spent budget is whole again. */
+  secondsToDayEnd(): number {
+    const now = this.clock.now().getTime();
+    const dayMs = 86_400_000;
+    return Math.max(1, Math.ceil((Math.floor(now / dayMs) * dayMs + dayMs - now) / 1000));
+  }
+
+  private remember(clientId: string, day: string, tokens: number): void {
+    const seen = this.seen.get(clientId);
+    // A total read before a later addition of this replica's is not newer than it.
+    if (seen !== undefined && seen.day === day && seen.tokens > tokens) {
+      seen.refreshing = false;
+      seen.at = this.clock.now().getTime();
+      return;
+    }
+    this.seen.set(clientId, { day, tokens, at: this.clock.now().getTime() });
+  }
+}
+
+export function dayOf(time: Date): string {
+  return time.toISOString().slice(0, 10);
+}
+
+/** The store on the operations database: one upsert per call, after it. */
+export function databaseTokenStore(database: Pick<Database, "prisma">): DailyTokenStore {
+  return {
+    async read(clientId, day) {
+      const [row] = await database.prisma.$queryRaw<{ tokens: bigint | number }[]>`
+        SELECT "tokens" FROM "InferenceTokens" WHERE "clientId" = ${clientId} AND "day" = ${day}`;
+      return row === undefined ? 0 : Number(row.tokens);
+    },
+    async add(clientId, day, tokens) {
+      const [row] = await database.prisma.$queryRaw<{ tokens: bigint | number }[]>`
+        INSERT INTO "InferenceTokens" ("clientId", "day", "tokens") VALUES (${clientId}, ${day}, ${tokens})
+        ON CONFLICT ("clientId", "day") DO UPDATE SET "tokens" = "InferenceTokens"."tokens" + excluded."tokens"
+        RETURNING "tokens"`;
+      return Number(row!.tokens);
+    },
+  };
+}
