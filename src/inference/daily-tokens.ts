@@ -19,7 +19,7 @@ const refreshMs = 2_000;
  * exceeded by at most the calls in flight when it ran out, on every replica.
  */
 export class DailyTokens {
-  private readonly seen = new Map<string, { day: string; tokens: number; at: number; refreshing?: boolean }>();
+  private readonly seen = new Map<string, { day: string; tokens: number; at: number; refreshing?: boolean | undefined }>();
 
   constructor(
     private readonly store: DailyTokenStore,
@@ -31,9 +31,8 @@ export class DailyTokens {
     const day = dayOf(now);
     const seen = this.seen.get(clientId);
     if (seen === undefined || seen.day !== day) {
-      const tokens = await this.store.read(clientId, day);
-      this.seen.set(clientId, { day, tokens, at: now.getTime() });
-      return tokens;
+      this.remember(clientId, day, await this.store.read(clientId, day));
+      return this.seen.get(clientId)!.tokens;
     }
     if (now.getTime() - seen.at >= refreshMs && !seen.refreshing) {
       seen.refreshing = true;
@@ -49,6 +48,9 @@ export class DailyTokens {
   async add(clientId: string, tokens: number): Promise<void> {
     if (tokens <= 0) return;
     const day = dayOf(this.clock.now());
+    // This replica's own spending counts at once: its next call must not slip past the budget while the write is out.
+    const seen = this.seen.get(clientId);
+    if (seen !== undefined && seen.day === day) seen.tokens += tokens;
     this.remember(clientId, day, await this.store.add(clientId, day, tokens));
   }
 
@@ -61,13 +63,9 @@ export class DailyTokens {
 
   private remember(clientId: string, day: string, tokens: number): void {
     const seen = this.seen.get(clientId);
-    // A total read before a later addition of this replica's is not newer than it.
-    if (seen !== undefined && seen.day === day && seen.tokens > tokens) {
-      seen.refreshing = false;
-      seen.at = this.clock.now().getTime();
-      return;
-    }
-    this.seen.set(clientId, { day, tokens, at: this.clock.now().getTime() });
+    // Within a day the count only grows: a total read before one of this replica's additions landed is not newer.
+    const known = seen !== undefined && seen.day === day ? Math.max(seen.tokens, tokens) : tokens;
+    this.seen.set(clientId, { day, tokens: known, at: this.clock.now().getTime() });
   }
 }
 
