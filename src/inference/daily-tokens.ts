@@ -9,17 +9,13 @@ export interface DailyTokenStore {
   add(clientId: string, day: string, tokens: number): Promise<number>;
 }
 
-/** A replica's view is refreshed in the background when older than this: another replica may have spent meanwhile. */
-const refreshMs = 2_000;
-
 /**
- * Each client's tokens today, as the budget check reads them. Checking never waits on the database once the client's
- * day has been read on this replica: it reads what this replica last saw (its own additions, each of which returns the
- * total across replicas, and a refresh in the background when that is more than a moment old). So a budget is
- * exceeded by at most the calls in flight when it ran out, on every replica.
+ * Each client's tokens today, as the budget check reads them: the database's total across replicas, read when a call
+ * with a budget is admitted (one indexed read; a client without a budget costs none), never less than what this
+ * replica has itself added since. A budget is thereby exceeded by at most the calls in flight when it ran out.
  */
 export class DailyTokens {
-  private readonly seen = new Map<string, { day: string; tokens: number; at: number; refreshing?: boolean | undefined }>();
+  private readonly seen = new Map<string, { day: string; tokens: number }>();
 
   constructor(
     private readonly store: DailyTokenStore,
@@ -27,21 +23,8 @@ export class DailyTokens {
   ) {}
 
   async usedToday(clientId: string): Promise<number> {
-    const now = this.clock.now();
-    const day = dayOf(now);
-    const seen = this.seen.get(clientId);
-    if (seen === undefined || seen.day !== day) {
-      this.remember(clientId, day, await this.store.read(clientId, day));
-      return this.seen.get(clientId)!.tokens;
-    }
-    if (now.getTime() - seen.at >= refreshMs && !seen.refreshing) {
-      seen.refreshing = true;
-      void this.store.read(clientId, day).then(
-        (tokens) => this.remember(clientId, day, tokens),
-        () => (seen.refreshing = false),
-      );
-    }
-    return seen.tokens;
+    const day = dayOf(this.clock.now());
+    return this.remember(clientId, day, await this.store.read(clientId, day));
   }
 
   /** Counts a finished call's tokens (after it has answered: nothing waits on this). */
@@ -61,11 +44,12 @@ export class DailyTokens {
     return Math.max(1, Math.ceil((Math.floor(now / dayMs) * dayMs + dayMs - now) / 1000));
   }
 
-  private remember(clientId: string, day: string, tokens: number): void {
+  private remember(clientId: string, day: string, tokens: number): number {
     const seen = this.seen.get(clientId);
     // Within a day the count only grows: a total read before one of this replica's additions landed is not newer.
     const known = seen !== undefined && seen.day === day ? Math.max(seen.tokens, tokens) : tokens;
-    this.seen.set(clientId, { day, tokens: known, at: this.clock.now().getTime() });
+    this.seen.set(clientId, { day, tokens: known });
+    return known;
   }
 }
 

@@ -9,7 +9,6 @@ import { secret } from "../support/operations.js";
 import { ScriptedLlm } from "../support/scripted-llm/scripted-llm.js";
 import { thrown } from "../support/thrown.js";
 
-type Json = Record<string, any>;
 
 const key = newUpstreamKey();
 const [alice, bob, carol, dave, operator] = [secret(), secret(), secret(), secret(), secret()];
