@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
@@ -28,7 +29,8 @@ type Call = () => Promise<string>;
  * coded-tool path reads is given; the session's other services (LLMs, other networks, Python) are never reached.
  */
 async function toolCallOf(root: string): Promise<Call> {
-  const { CodedToolActivation, CodedToolLoader } = await import(path.join(root, "src/agents/coded-tools.ts"));
+  const { CodedToolLoader } = await import(path.join(root, "src/agents/coded-tools.ts"));
+  const { CodedToolActivation } = await importFirst(root, ["src/agents/coded-tool-activation.ts", "src/agents/coded-tools.ts"]);
   const { ChatSession, emptyUsage } = await import(path.join(root, "src/agents/chat-session.ts"));
   const request = { signal: new AbortController().signal, metadata: {}, usage: emptyUsage() };
   const services = { codedTools: new CodedToolLoader(toolPath) };
@@ -39,6 +41,12 @@ async function toolCallOf(root: string): Promise<Call> {
   const call: Call = () => activation.invoke({ x: 1 }, { origin, caller: { origin: origin.slice(0, 1), spec } });
   if ((await call()) !== "ok") throw new Error(`${root}: the trivial tool did not answer "ok"`);
   return call;
+}
+
+/** The first of `files` the checkout has: an older one keeps CodedToolActivation in coded-tools.ts. */
+async function importFirst(root: string, files: string[]) {
+  for (const file of files) if (existsSync(path.join(root, file))) return import(path.join(root, file));
+  throw new Error(`${root} has none of ${files.join(", ")}`);
 }
 
 async function oneAtATime(call: Call, times: number[]): Promise<void> {

@@ -1,30 +1,15 @@
-import type { JsonObject } from "@bufbuild/protobuf";
-import { ChatMessage_ChatMessageType as MessageType, type Origin } from "../gen/neuro_san/api/grpc/chat_pb.js";
+import type { AgentSpec } from "./agent-network.js";
 import type { ChatSession } from "./chat-session.js";
-import { CodedToolActivation } from "./coded-tools.js";
+import { CodedToolActivation } from "./coded-tool-activation.js";
 import { ExternalAgentActivation } from "./external-agent.js";
 import { LlmAgentActivation } from "./llm-agent.js";
-import type { AgentSpec } from "./network.js";
+import type { Activation } from "./tool-call.js";
 import { LibraryToolActivation } from "./toolbox/library-tool-activation.js";
 
-/** Who is calling a node: its origin (the callee's parent) and spec (whose `allow` policy applies). */
-export interface Caller {
-  origin: Origin[];
-  spec: AgentSpec;
-}
-
-/** One call of a node as a tool: arguments in, the tool result text out. */
-export interface Activation {
-  invoke(args: JsonObject, call: ToolCall): Promise<string>;
-}
-
-export interface ToolCall {
-  caller: Caller;
-  /** The callee's own origin: the caller's plus this activation. */
-  origin: Origin[];
-}
-
-/** The one place that decides which kind of node a spec describes and what runs it. */
+/**
+ * The one place that decides which kind of node a spec describes and what runs it. It stands above the kinds: one that
+ * calls nodes of its own (an LLM agent its tools) reaches it through its session's services.
+ */
 export function activationOf(session: ChatSession, spec: AgentSpec): Activation {
   switch (spec.kind) {
     case "coded_tool":
@@ -40,12 +25,4 @@ export function activationOf(session: ChatSession, spec: AgentSpec): Activation 
       // Its tools are what an LLM calls (see LlmAgent), never the server itself.
       throw new Error(`the MCP server ${spec.name} is not a tool`);
   }
-}
-
-/** A tool run as MAXIMAL shows it: an AGENT note with its arguments, then one with its output, under its own origin. */
-export async function runReported(session: ChatSession, origin: Origin[], args: JsonObject, run: () => Promise<string>): Promise<string> {
-  session.emit({ type: MessageType.AGENT, origin, structure: { tool_start: true, tool_args: args } });
-  const text = await run();
-  session.emit({ type: MessageType.AGENT, origin, structure: { tool_end: true, tool_output: text } });
-  return text;
 }

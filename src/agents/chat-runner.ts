@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { ChatContext, ChatMessage } from "../gen/neuro_san/api/grpc/chat_pb.js";
 import type { MimeData } from "../gen/neuro_san/api/grpc/mime_data_pb.js";
-import type { AgentNetwork } from "./network.js";
+import type { AgentNetwork } from "./agent-network.js";
 
 /** One turn of a conversation with a network, as the transport hands it to the runtime. */
 export interface ChatTurn {

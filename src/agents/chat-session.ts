@@ -5,7 +5,8 @@ import { ChatMessageSchema, OriginSchema, type ChatMessage, type Origin } from "
 import type { CodedToolLoader } from "./coded-tools.js";
 import type { McpConnections } from "./mcp-client/mcp-connections.js";
 import type { PythonChat } from "./python/python-pool.js";
-import type { AgentFunction, AgentNetwork, AgentSpec } from "./network.js";
+import type { Activation } from "./tool-call.js";
+import type { AgentFunction, AgentNetwork, AgentSpec } from "./agent-network.js";
 
 export type MessageInit = MessageInitShape<typeof ChatMessageSchema>;
 
@@ -14,11 +15,13 @@ export interface Usage extends LlmUsage {
   successfulRequests: number;
 }
 
-/** What a session needs from the process: LLMs, coded tools, other networks. */
+/** What a session needs from the process: LLMs, coded tools, what runs a node, other networks. */
 export interface SessionServices {
   /** `clientKeys`: the session's `sly_data.llm_config`, for networks that run on the client's own API keys. */
   llmFor(network: AgentNetwork, spec: AgentSpec, clientKeys: JsonObject): LlmClient;
   codedTools: CodedToolLoader;
+  /** What runs a node called as a tool (activation.ts), for the nodes that call nodes of their own. */
+  activationOf(session: ChatSession, spec: AgentSpec): Activation;
   /** The front man's function block of another network of this server, to describe `/name` to an LLM. */
   functionOf(network: string): AgentFunction | undefined;
   /** Runs another network of this server for an external node `/name`. */

@@ -1,6 +1,6 @@
 import path from "node:path";
 import { locateCodedTool } from "./coded-tool-location.js";
-import type { AgentNetwork } from "./network.js";
+import type { AgentNetwork } from "./agent-network.js";
 import type { RegistryProblem } from "./problem.js";
 import type { PythonLoadCheck } from "./python/python-check.js";
 import { BUILT_IN_CODED_TOOLS } from "./toolbox/default-toolbox.js";

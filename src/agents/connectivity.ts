@@ -1,4 +1,5 @@
-import { argsToolsOf, type AgentFunction, type AgentNetwork, type AgentSpec } from "./network.js";
+import type { AgentFunction, AgentNetwork, AgentSpec } from "./agent-network.js";
+import { argsToolsOf } from "./network.js";
 
 /** One node as Connectivity reports it. */
 export interface ConnectivityEntry {

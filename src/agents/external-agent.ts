@@ -1,9 +1,9 @@
 import { fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { ChatMessageSchema, type ChatMessage } from "../gen/neuro_san/api/grpc/chat_pb.js";
-import type { Activation, ToolCall } from "./activation.js";
 import type { ChatSession, NetworkAnswer, NetworkInput } from "./chat-session.js";
-import type { AgentSpec } from "./network.js";
+import type { AgentSpec } from "./agent-network.js";
 import { filterSlyData } from "./sly-data.js";
+import type { Activation, ToolCall } from "./tool-call.js";
 
 /**
  * A call to another network: `/name` on this server (in process) or a URL on another Axon or neuro-san

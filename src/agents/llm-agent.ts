@@ -1,21 +1,14 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { ChatMessage_ChatMessageType as MessageType, type Origin } from "../gen/neuro_san/api/grpc/chat_pb.js";
-import type { LlmMessage, LlmTool, LlmToolCall } from "../llm/llm.js";
-import { activationOf, type Activation, type Caller, type ToolCall } from "./activation.js";
+import type { LlmMessage, LlmToolCall } from "../llm/llm.js";
 import type { ChatSession } from "./chat-session.js";
 import { offeredMcpTools } from "./mcp-client/mcp-tools.js";
+import type { Activation, Caller, OfferedTool, ToolCall } from "./tool-call.js";
 import { toolErrorText } from "./tool-errors.js";
-import type { AgentSpec } from "./network.js";
+import type { AgentSpec } from "./agent-network.js";
 import { libraryToolOf } from "./toolbox/library-tools.js";
 import { offeredPythonLibraryTools } from "./toolbox/python-library-tools.js";
 import { traceAgent, traceTool } from "../telemetry/genai-spans.js";
-
-/** A tool as one LLM conversation offers it: the name the LLM calls it by, the name its origin carries, what runs it. */
-export interface OfferedTool extends LlmTool {
-  /** The HOCON name of a node; the offered name of an MCP server's tool. */
-  originName: string;
-  activation: Activation;
-}
 
 /**
  * An LLM node (the front man, or a sub-agent called as a tool): one conversation with its LLM, offering
@@ -81,7 +74,7 @@ export class LlmAgent {
     );
     const offered = new Map<string, OfferedTool>();
     named.forEach(({ node, name }, index) => {
-      const tools = expanded[index] ?? [{ name, originName: node.name, ...describeTool(session, node), activation: activationOf(session, node) }];
+      const tools = expanded[index] ?? [{ name, originName: node.name, ...describeTool(session, node), activation: session.services.activationOf(session, node) }];
       for (const tool of tools) {
         if (!offered.has(tool.name)) offered.set(tool.name, tool);
         else session.services.logger.warn({ tool: tool.name, agent: spec.name, network: session.network.name }, "tool skipped: its name is taken");

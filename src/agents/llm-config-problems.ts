@@ -2,7 +2,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { AxonError } from "../errors.js";
 import { mergeLlmConfig, resolveLlmChain } from "../llm/config.js";
 import type { LlmInfo } from "../llm/llm-info.js";
-import type { AgentNetwork, AgentSpec } from "./network.js";
+import type { AgentNetwork, AgentSpec } from "./agent-network.js";
 import type { RegistryProblem } from "./problem.js";
 
 /**

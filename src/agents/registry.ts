@@ -13,7 +13,8 @@ import { loadInfoFile, locateNamedFile, type LoadedInfo } from "./info-files.js"
 import { manifestFilesOf, readManifests, type ManifestEntry } from "./manifest.js";
 import { readMcpInfo, type McpInfo, type McpServerInfo } from "./mcp-client/mcp-info.js";
 import { nameMcpTools } from "./mcp-tool-names.js";
-import { buildNetwork, type AgentFunction, type AgentNetwork } from "./network.js";
+import type { AgentFunction, AgentNetwork } from "./agent-network.js";
+import { buildNetwork } from "./network.js";
 import { RegistryProblemsError, describeProblem, problemOfHoconError, problemsOfMissingIncludes, type RegistryProblem } from "./problem.js";
 import { PythonLoadCheck } from "./python/python-check.js";
 import { DEFAULT_TOOLBOX } from "./toolbox/default-toolbox.js";

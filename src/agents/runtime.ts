@@ -7,6 +7,7 @@ import { isJsonObject } from "../json.js";
 import type { LlmClient } from "../llm/llm.js";
 import type { LlmInfo } from "../llm/llm-info.js";
 import type { Logger } from "../logger.js";
+import { activationOf } from "./activation.js";
 import { AsyncQueue } from "./async-queue.js";
 import { asLlmMessages, nextChatContext, previousTurns } from "./chat-context.js";
 import type { ChatRunner, ChatTurn } from "./chat-runner.js";
@@ -16,7 +17,7 @@ import { LlmAgent } from "./llm-agent.js";
 import { ClientCredentialsTokens } from "./mcp-client/client-credentials.js";
 import { McpConnections } from "./mcp-client/mcp-connections.js";
 import { takeMcpCredentials } from "./mcp-client/request-credentials.js";
-import type { AgentNetwork, AgentSpec } from "./network.js";
+import type { AgentNetwork, AgentSpec } from "./agent-network.js";
 import type { AgentRegistry } from "./registry.js";
 import { filterSlyData } from "./sly-data.js";
 import { extractStructure } from "./structure.js";
@@ -53,6 +54,7 @@ export class AgentRuntime implements ChatRunner {
     this.services = {
       llmFor: (network, spec, clientKeys) => this.llmFor(network, spec, clientKeys),
       codedTools: options.codedTools,
+      activationOf,
       functionOf: (name) => options.registry.get(name) && options.registry.function(name),
       runNetwork: (name, input, parent) => this.runNetwork(name, input, parent),
       logger: options.logger,

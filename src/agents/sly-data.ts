@@ -1,5 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { SlyDataGrant } from "./network.js";
+import type { SlyDataGrant } from "./agent-network.js";
 
 /**
  * Applies one direction of an `allow` policy to sly_data. Absent means deny (sly_data never crosses a

@@ -1,4 +1,4 @@
-import type { AgentNetwork } from "./network.js";
+import type { AgentNetwork } from "./agent-network.js";
 
 /** A failed tool call becomes a result the LLM can read, shaped by the network's `error_formatter`. */
 export function toolErrorText(network: AgentNetwork, tool: string, message: string): string {

@@ -33,8 +33,8 @@ export async function completeWithUpstream(options: BrokeredCompletionOptions): 
   }
   const decision = await native.request(nativeCallOf(clientId, upstream, request));
   if (decision.effect === "refused") {
-    const message = decision.rule === undefined ? decision.message : `${decision.message} (policy rule ${decision.rule})`;
-    throw new AxonError(Code.PermissionDenied, decision.code.toUpperCase(), message, { metadata: decision.rule === undefined ? {} : { rule: decision.rule } });
+    // The message names the deny rule, when a rule refused it.
+    throw new AxonError(Code.PermissionDenied, decision.code.toUpperCase(), decision.message, { metadata: decision.rule === undefined ? {} : { rule: decision.rule } });
   }
   if (decision.effect === "pending") {
     throw new AxonError(Code.PermissionDenied, "APPROVAL_PENDING", `this call awaits an operator's approval as request ${decision.requestId}; once approved, calls like it are allowed`, {

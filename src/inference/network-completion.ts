@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { toJson, type JsonObject } from "@bufbuild/protobuf";
 import type { ChatRunner } from "../agents/chat-runner.js";
-import type { AgentNetwork } from "../agents/network.js";
+import type { AgentNetwork } from "../agents/agent-network.js";
 import { ChatContextSchema, ChatMessage_ChatMessageType as MessageType, type ChatMessage } from "../gen/neuro_san/api/grpc/chat_pb.js";
 import type { Clock } from "../operations/clock.js";
 import { doneEvent, eventOf, eventStreamHeaders, writeJsonAnswer, writeWithBackpressure, type AnswerSink } from "./answers.js";

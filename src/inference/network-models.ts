@@ -1,4 +1,4 @@
-import type { AgentNetwork } from "../agents/network.js";
+import type { AgentNetwork } from "../agents/agent-network.js";
 import type { AgentListing } from "../agents/connectivity.js";
 import type { AgentRegistry } from "../agents/registry.js";
 import { safeToolName } from "../agents/tool-names.js";

@@ -1,6 +1,6 @@
 import { create, fromJson, type JsonObject } from "@bufbuild/protobuf";
 import { nextChatContext } from "../agents/chat-context.js";
-import type { AgentNetwork } from "../agents/network.js";
+import type { AgentNetwork } from "../agents/agent-network.js";
 import { ChatContextSchema, ChatMessage_ChatMessageType as MessageType, OriginSchema, type ChatContext } from "../gen/neuro_san/api/grpc/chat_pb.js";
 import { isJsonObject } from "../json.js";
 import { invalidParameter, type ChatRequest } from "./chat-request.js";

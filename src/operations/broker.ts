@@ -1,8 +1,10 @@
 import type { Logger } from "../logger.js";
 import type { AdmissionLimits } from "./admission.js";
+import { AuditBatch } from "./audit-batch.js";
 import { systemClock, type Clock } from "./clock.js";
 import { Decisions, type DecisionInput } from "./decisions.js";
 import { Grants, type GrantInput } from "./grants.js";
+import { newId } from "./lifecycle.js";
 import { NativeCalls } from "./native-calls.js";
 import type { Notifier } from "./notifier.js";
 import { OwnOperations } from "./own-operations.js";
@@ -27,6 +29,8 @@ export interface BrokerOptions {
   clock?: Clock;
   /** How long an approval may stay pending before it expires. */
   approvalTtlMinutes?: number;
+  /** This replica (its worker's lease): the native calls it holds end with it. */
+  replicaId?: string;
 }
 
 /**
@@ -35,13 +39,13 @@ export interface BrokerOptions {
  * decisions, each a compare-and-swap on `revision`. It knows nothing of HTTP or gRPC; each concern lives in its file.
  */
 export class OperationsBroker {
+  /** Native routes (Git, /v1, held tool calls) are decided here, by the same policy, grants and approvals. */
+  readonly native: NativeCalls;
   private readonly submissions: Submissions;
   private readonly operations: OwnOperations;
   private readonly waits: Waits;
   private readonly grants: Grants;
   private readonly decisions: Decisions;
-  /** Native routes' calls (Git, OpenAI's /v1, tool calls), decided as operations are. */
-  readonly native = new NativeCalls();
 
   constructor(options: BrokerOptions) {
     const clock = options.clock ?? systemClock;
@@ -52,6 +56,9 @@ export class OperationsBroker {
     this.waits = new Waits({ store, notifier, operations: this.operations });
     this.grants = new Grants({ ...options, clock, approvalTtlMs });
     this.decisions = new Decisions({ store, notifier, clock });
+    const audit = new AuditBatch({ store, logger: options.logger });
+    const holder = options.replicaId ?? newId("replica");
+    this.native = new NativeCalls({ ...options, clock, approvalTtlMs, submissions: this.submissions, grants: this.grants, holder, audit });
   }
 
   submit(clientId: string, input: SubmitInput) {

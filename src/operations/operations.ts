@@ -8,16 +8,19 @@ import type { Database } from "../store/database.js";
 import { waitForDatabase } from "../store/database-wait.js";
 import { databaseTokenStore } from "../inference/daily-tokens.js";
 import { createInference, type Inference } from "../inference/inference.js";
+import { inferenceOperations } from "../inference/native-operations.js";
 import { loadUpstreams } from "../inference/upstreams.js";
 import { loadAdmissionLimits } from "./admission.js";
 import { OperationsBroker } from "./broker.js";
 import { systemClock, type Clock } from "./clock.js";
+import { newId } from "./lifecycle.js";
 import { Notifier } from "./notifier.js";
 import { OnceOpen } from "./once-open.js";
 import { loadPolicy, operationsAvailableTo } from "./policy.js";
 import { AgentChatProvider } from "./providers/agent-chat.js";
 import { loadCredentials } from "./providers/credentials.js";
 import { HttpRequestProvider } from "./providers/http-request.js";
+import { nativeProvider } from "./providers/native.js";
 import { ProviderRegistry } from "./providers/registry.js";
 import { operationsStore } from "./store.js";
 import { transferSettingsFromEnv } from "./transfers/settings.js";
@@ -82,6 +85,7 @@ export async function startOperations(
   const providers = new ProviderRegistry([
     new AgentChatProvider({ registry: deps.registry, access, chats: deps.chats }),
     new HttpRequestProvider({ credentials, sealedBodies, timeoutMs: config.httpRequestTimeoutSeconds * 1000 }),
+    ...inferenceOperations.map(nativeProvider),
   ]);
 
   const assemble = async (database: Database): Promise<void> => {
@@ -95,8 +99,10 @@ export async function startOperations(
         ? await (await import("../store/replica-notifications.js")).listenToReplicas(config.databaseUrl, (message) => notifier.receivedFromReplica(message), logger)
         : undefined;
     if (replicas) notifier.publishTo((message) => replicas.publish(message));
-    const broker = new OperationsBroker({ store, policy, admission, providers, notifier, logger, clock });
+    const replicaId = newId("replica");
+    const broker = new OperationsBroker({ store, policy, admission, providers, notifier, logger, clock, replicaId });
     const worker = new ExecutionWorker({
+      id: replicaId,
       store: operationsStore(database, database.background),
       providers,
       notifier,
@@ -113,6 +119,7 @@ export async function startOperations(
     closeAssembled = async () => {
       clearInterval(sweeper);
       await worker.stop();
+      await broker.native.flush();
       await replicas?.close();
       transfers.close();
       await database.close();
@@ -139,7 +146,7 @@ export async function startOperations(
       ...clients.generated.map((secret) => ({ ...secret, kind: "client" })),
       ...operators.generated.map((secret) => ({ ...secret, kind: "operator" })),
     ],
-    operationsFor: (clientId) => operationsAvailableTo(policy, clientId, providers.names()),
+    operationsFor: (clientId) => operationsAvailableTo(policy, clientId, providers.submittable()),
     access,
     inference,
     async close() {

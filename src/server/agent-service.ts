@@ -1,7 +1,7 @@
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { ChatRunner } from "../agents/chat-runner.js";
 import { filterChatMessages } from "../agents/filters.js";
-import type { AgentNetwork } from "../agents/network.js";
+import type { AgentNetwork } from "../agents/agent-network.js";
 import type { AgentRegistry } from "../agents/registry.js";
 import type { NetworkAccess } from "../auth/network-access.js";
 import { agentNotFound, invalidArgument } from "../errors.js";

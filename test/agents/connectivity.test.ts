@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 
 import { connectivityOf, functionOf, listingOf } from "../../src/agents/connectivity.js";
 import type { JsonObject } from "../../src/agents/hocon.js";
-import { buildNetwork, type AgentNetwork } from "../../src/agents/network.js";
+import type { AgentNetwork } from "../../src/agents/agent-network.js";
+import { buildNetwork } from "../../src/agents/network.js";
 
 function build(tools: JsonObject[], extra: JsonObject = {}): AgentNetwork {
   return buildNetwork({ name: "example", file: "/networks/example.hocon", public: true, mcp: true, raw: { ...extra, tools } });

@@ -2,7 +2,7 @@ import { mkdir, readFile, readdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 
-import type { AgentNetwork } from "../../src/agents/network.js";
+import type { AgentNetwork } from "../../src/agents/agent-network.js";
 import { AgentRegistry } from "../../src/agents/registry.js";
 
 /**

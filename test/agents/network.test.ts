@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 
 import type { JsonObject } from "../../src/agents/hocon.js";
-import { buildNetwork, type AgentNetwork } from "../../src/agents/network.js";
+import type { AgentNetwork } from "../../src/agents/agent-network.js";
+import { buildNetwork } from "../../src/agents/network.js";
 import { RegistryProblemsError, type RegistryProblem } from "../../src/agents/problem.js";
 
 const FILE = "/networks/example.hocon";

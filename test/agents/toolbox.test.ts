@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { connectivityOf } from "../../src/agents/connectivity.js";
 import type { JsonObject } from "../../src/agents/hocon.js";
-import { buildNetwork, type AgentNetwork } from "../../src/agents/network.js";
+import type { AgentNetwork } from "../../src/agents/agent-network.js";
+import { buildNetwork } from "../../src/agents/network.js";
 import { RegistryProblemsError, type RegistryProblem } from "../../src/agents/problem.js";
 import { GetCurrentDateTime } from "../../src/agents/toolbox/current-date-time.js";
 import { DEFAULT_TOOLBOX } from "../../src/agents/toolbox/default-toolbox.js";

@@ -1,5 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { CodedTool } from "../../../src/agents/coded-tools.js";
+import type { CodedTool } from "../../../src/agents/coded-tool.js";
 
 /** The benchmark network's leaf: constant work, so the figures are Axon's and not the tool's. */
 export class Lookup implements CodedTool {

@@ -7,7 +7,7 @@ import { agentNotFound } from "../../errors.js";
 import { createLogger } from "../../logger.js";
 import { createAgentRuntime, type ConfiguredRuntime } from "../configured-runtime.js";
 import { AgentRegistry } from "../registry.js";
-import type { AgentNetwork } from "../network.js";
+import type { AgentNetwork } from "../agent-network.js";
 import { Batches } from "./batches.js";
 import type { ChatThreadSettings, Instruction, Report } from "./protocol.js";
 import { toWireError } from "./wire-error.js";

@@ -1,9 +1,9 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
-import { runReported, type Activation, type ToolCall } from "../activation.js";
 import type { ChatSession } from "../chat-session.js";
-import type { OfferedTool } from "../llm-agent.js";
-import type { AgentSpec } from "../network.js";
+import type { AgentSpec } from "../agent-network.js";
+import { runReported } from "../run-reported.js";
+import type { Activation, OfferedTool, ToolCall } from "../tool-call.js";
 import { safeToolName } from "../tool-names.js";
 import { resultText } from "./mcp-connections.js";
 

@@ -1,5 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { CodedTool } from "../coded-tools.js";
+import type { CodedTool } from "../coded-tool.js";
 
 /**
  * The default toolbox's `get_current_date_time`: the current date and time at a UTC offset in hours (which wins) or

@@ -1,4 +1,4 @@
-import type { CodedTool } from "../coded-tools.js";
+import type { CodedTool } from "../coded-tool.js";
 import { GetCurrentDateTime } from "./current-date-time.js";
 import { REQUESTS_GET_CLASS } from "./library-tools.js";
 import { readToolboxInfo, type Toolbox } from "./toolbox-info.js";

@@ -1,8 +1,9 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { AxonError, Code } from "../../errors.js";
-import { runReported, type Activation, type ToolCall } from "../activation.js";
 import type { ChatSession } from "../chat-session.js";
-import type { AgentSpec } from "../network.js";
+import type { AgentSpec } from "../agent-network.js";
+import { runReported } from "../run-reported.js";
+import type { Activation, ToolCall } from "../tool-call.js";
 import { libraryToolOf } from "./library-tools.js";
 
 /**

@@ -1,9 +1,9 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { ChatSession } from "../chat-session.js";
-import type { OfferedTool } from "../llm-agent.js";
-import type { AgentSpec } from "../network.js";
+import type { AgentSpec } from "../agent-network.js";
 import { LibraryToolActivation, noProgress } from "./library-tool-activation.js";
 import { runsInPython } from "./library-tools.js";
+import type { OfferedTool } from "../tool-call.js";
 import { safeToolName } from "../tool-names.js";
 
 /** What runner.py answers to `describe`: a tool's (or each of a toolkit's tools') own name, description and schema. */

@@ -1,5 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { LibraryTool } from "./library-tools.js";
+import type { LibraryTool } from "./library-tool.js";
 
 const DEFAULT_MAX_BYTES = 1_000_000;
 const DEFAULT_TIMEOUT_SECONDS = 30;

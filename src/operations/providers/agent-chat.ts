@@ -1,6 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { ChatRunner } from "../../agents/chat-runner.js";
-import type { AgentNetwork } from "../../agents/network.js";
+import type { AgentNetwork } from "../../agents/agent-network.js";
 import type { AgentRegistry } from "../../agents/registry.js";
 import { NetworkAccess } from "../../auth/network-access.js";
 import { AxonError, type FieldViolation } from "../../errors.js";
