@@ -113,7 +113,7 @@ describe("brokered calls decided by AXON_POLICY_FILE", () => {
     const database = new Database(path.join(dataDir, "axon.db"), { readonly: true });
     try {
       const rows = database.prepare(`SELECT "action", "detail" FROM "AuditRecord" WHERE "action" LIKE 'native.%' ORDER BY "id"`).all() as { action: string; detail: string }[];
-      const records = rows.map((row) => ({ action: row.action, ...(JSON.parse(row.detail) as Json) }));
+      const records: Json[] = rows.map((row) => ({ action: row.action, ...(JSON.parse(row.detail) as Json) }));
       expect(records.find((record) => record.action === "native.succeeded" && record.rule === "small-qwen")).toMatchObject({
         operation: "inference.chat",
         target: { kind: "model", upstream: "hf", name: qwen },
