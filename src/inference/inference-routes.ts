@@ -95,7 +95,7 @@ export function createInferenceRoutes(options: InferenceRoutesOptions): Inferenc
     const { clientId, model } = call;
     if (clientId !== undefined && model !== undefined && call.path === chatPath) {
       options.metrics.inferenceCall({ client: clientId, model, status, promptTokens, completionTokens });
-      inference.tokens.add(clientId, totalTokens).catch((error: unknown) => logger.warn({ err: error, client: clientId }, "the day's tokens could not be counted"));
+      inference.tokens.add(clientId, totalTokens);
     }
     const tokens = call.usage === undefined ? {} : { prompt_tokens: promptTokens, completion_tokens: completionTokens };
     logger.info(
@@ -123,7 +123,9 @@ export function createInferenceRoutes(options: InferenceRoutesOptions): Inferenc
     async handle(req, res) {
       const path = (req.url ?? "/").split("?", 1)[0] ?? "/";
       if (!path.startsWith("/v1/")) return false;
-      const requestId = headerIn(req.headers, "x-request-id") ?? randomUUID();
+      const asked = headerIn(req.headers, "x-request-id");
+      // The client's own id is echoed and logged only when it is plain printable ASCII of a sane length.
+      const requestId = asked !== undefined && /^[\x21-\x7e]{1,128}$/.test(asked) ? asked : randomUUID();
       const call: CallRecord = { path, requestId, started: performance.now(), headers: { "x-request-id": requestId } };
       const sink = sinkOf(res);
       try {

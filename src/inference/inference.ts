@@ -17,6 +17,6 @@ export interface Inference {
 
 export function createInference(options: { upstreams: Upstreams; limits: AdmissionLimits; tokenStore: DailyTokenStore; clock: Clock; logger: Logger }): Inference {
   const { upstreams, limits, tokenStore, clock, logger } = options;
-  const tokens = new DailyTokens(tokenStore, clock);
+  const tokens = new DailyTokens(tokenStore, clock, logger);
   return { upstreams, models: new UpstreamModels(upstreams, clock, logger), admission: new CallAdmission(limits, tokens, clock), tokens, clock };
 }

@@ -120,6 +120,7 @@ export async function startOperations(
       clearInterval(sweeper);
       await worker.stop();
       await broker.native.flush();
+      await inference.tokens.flush();
       await replicas?.close();
       transfers.close();
       await database.close();

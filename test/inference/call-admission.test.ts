@@ -11,11 +11,12 @@ function setting(limits: Partial<AdmissionLimits>, start = "2026-03-01T10:00:30.
   const rows = new Map<string, number>();
   const store: DailyTokenStore = {
     read: async (clientId, day) => rows.get(`${clientId}/${day}`) ?? 0,
-    add: async (clientId, day, tokens) => {
-      const total = (rows.get(`${clientId}/${day}`) ?? 0) + tokens;
-      rows.set(`${clientId}/${day}`, total);
-      return total;
-    },
+    add: async (additions) =>
+      additions.map(({ clientId, day, tokens }) => {
+        const total = (rows.get(`${clientId}/${day}`) ?? 0) + tokens;
+        rows.set(`${clientId}/${day}`, total);
+        return { clientId, day, tokens: total };
+      }),
   };
   const tokens = new DailyTokens(store, clock);
   const admission = new CallAdmission({ ...defaultAdmissionLimits, ...limits }, tokens, clock);
@@ -58,7 +59,7 @@ describe("admission of chat completions on /v1", () => {
   it("refuses a client whose day's tokens are spent until the UTC day ends, and admits it the next day", async () => {
     const { admission, tokens, move } = setting({ clients: { carol: { inferenceTokensPerDay: 100 } } }, "2026-03-01T23:00:00.000Z");
     (await admission.admit("carol"))();
-    await tokens.add("carol", 100);
+    tokens.add("carol", 100);
     expect(await refusal(admission.admit("carol"))).toMatchObject({ reason: "INFERENCE_TOKEN_BUDGET_SPENT", retryAfterSeconds: 3600, metadata: { limit: "100", used: "100" } });
     // Others have no budget.
     (await admission.admit("alice"))();
@@ -69,24 +70,29 @@ describe("admission of chat completions on /v1", () => {
   it("counts what another replica spent, read from the shared store when a budgeted call is admitted", async () => {
     const { admission, store } = setting({ inferenceTokensPerDay: 50 });
     (await admission.admit("carol"))();
-    await store.add("carol", "2026-03-01", 60);
+    await store.add([{ clientId: "carol", day: "2026-03-01", tokens: 60 }]);
     expect(await refusal(admission.admit("carol"))).toMatchObject({ reason: "INFERENCE_TOKEN_BUDGET_SPENT" });
   });
 });
 
 describe("the day's tokens", () => {
-  it("counts this replica's spending at once, before its write lands", async () => {
-    const { tokens } = setting({});
+  it("counts this replica's spending at once, and writes the calls' additions together, after them", async () => {
+    const { tokens, rows } = setting({});
     expect(await tokens.usedToday("alice")).toBe(0);
-    const writing = tokens.add("alice", 40);
-    expect(await tokens.usedToday("alice")).toBe(40);
-    await writing;
-    expect(await tokens.usedToday("alice")).toBe(40);
+    tokens.add("alice", 40);
+    tokens.add("alice", 2);
+    tokens.add("bob", 5);
+    expect(await tokens.usedToday("alice")).toBe(42);
+    expect(rows.size).toBe(0);
+    await tokens.flush();
+    expect(Object.fromEntries(rows)).toEqual({ "alice/2026-03-01": 42, "bob/2026-03-01": 5 });
+    expect(await tokens.usedToday("alice")).toBe(42);
   });
 
   it("starts each UTC day at zero", async () => {
     const { tokens, move } = setting({}, "2026-03-01T23:59:59.000Z");
-    await tokens.add("alice", 40);
+    tokens.add("alice", 40);
+    await tokens.flush();
     move(2000);
     expect(await tokens.usedToday("alice")).toBe(0);
     expect(tokens.secondsToDayEnd()).toBe(86_399);
