@@ -5,6 +5,7 @@ import type { OpenAiError } from "./openai-errors.js";
 export interface AnswerSink {
   readonly headersSent: boolean;
   readonly writableEnded: boolean;
+  readonly writableFinished: boolean;
   readonly destroyed: boolean;
   writeHead(status: number, headers: Record<string, string>): unknown;
   write(chunk: Uint8Array | string): boolean;

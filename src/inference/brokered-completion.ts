@@ -16,7 +16,6 @@ export interface BrokeredCompletionOptions {
   request: ChatRequest;
   res: AnswerSink;
   headers: Record<string, string>;
-  signal: AbortSignal;
 }
 
 /**

@@ -94,9 +94,17 @@ export class DailyTokens {
   }
 }
 
+/** The UTC day of `time`, `YYYY-MM-DD`; the last one asked for is kept, since nearly every call asks for the same. */
 export function dayOf(time: Date): string {
-  return time.toISOString().slice(0, 10);
+  const ms = time.getTime();
+  if (ms < lastDay.start || ms >= lastDay.start + 86_400_000) {
+    const start = Math.floor(ms / 86_400_000) * 86_400_000;
+    lastDay = { start, day: new Date(start).toISOString().slice(0, 10) };
+  }
+  return lastDay.day;
 }
+
+let lastDay = { start: Number.NEGATIVE_INFINITY, day: "" };
 
 /** The store on the operations database, through the statements that skip Prisma's query compiler on SQLite. */
 export function databaseTokenStore(database: Pick<Database, "prisma" | "provider" | "direct">): DailyTokenStore {

@@ -69,17 +69,17 @@ export function createInferenceRoutes(options: InferenceRoutesOptions): Inferenc
     const turn = network === undefined ? undefined : networkTurnOf(request, network);
 
     const release = await inference.admission.admit(clientId);
-    const left = new AbortController();
-    onClientGone(res, () => left.abort());
-    const common = { request, res, headers: call.headers, signal: left.signal };
     try {
       if (network !== undefined) {
         call.where = { network: network.name };
-        call.usage = await completeWithNetwork({ ...common, chats: options.chats, network, turn: turn!, metadata: { request_id: call.requestId }, clock: inference.clock });
+        const left = new AbortController();
+        onClientGone(res, () => left.abort());
+        const chat = { request, res, headers: call.headers, signal: left.signal, chats: options.chats, network, turn: turn!, metadata: { request_id: call.requestId } };
+        call.usage = await completeWithNetwork({ ...chat, clock: inference.clock });
         if (!res.writableEnded && !left.signal.aborted) throw new AxonError(Code.Internal, "CHAT_ENDED_WITHOUT_ANSWER", "the network's chat ended without an answer");
       } else {
         call.where = { upstream: upstream!.name };
-        const outcome = await completeWithUpstream({ ...common, native: options.native, upstreams: inference.upstreams, upstream: upstream!, clientId });
+        const outcome = await completeWithUpstream({ request, res, headers: call.headers, native: options.native, upstreams: inference.upstreams, upstream: upstream!, clientId });
         call.usage = outcome.usage;
         if (outcome.failure !== undefined) call.where.failure = outcome.failure;
       }
@@ -97,14 +97,12 @@ export function createInferenceRoutes(options: InferenceRoutesOptions): Inferenc
       options.metrics.inferenceCall({ client: clientId, model, status, promptTokens, completionTokens });
       inference.tokens.add(clientId, totalTokens);
     }
-    const tokens = call.usage === undefined ? {} : { prompt_tokens: promptTokens, completion_tokens: completionTokens };
-    logger.info(
-      {
-        ...{ request_id: call.requestId, route: call.path, protocol: "openai", status, ms: Math.round(performance.now() - call.started) },
-        ...{ client: clientId, model, stream: call.stream, ...call.where, ...tokens, code: call.code },
-      },
-      "request",
-    );
+    const line: Record<string, unknown> = { request_id: call.requestId, route: call.path, protocol: "openai", status, ms: Math.round(performance.now() - call.started) };
+    if (clientId !== undefined) line.client = clientId;
+    if (model !== undefined) Object.assign(line, { model, stream: call.stream }, call.where);
+    if (call.usage !== undefined) Object.assign(line, { prompt_tokens: promptTokens, completion_tokens: completionTokens });
+    if (call.code !== undefined) line.code = call.code;
+    logger.info(line, "request");
   }
 
   async function route(req: HttpRequest, res: AnswerSink, call: CallRecord): Promise<void> {

@@ -8,7 +8,7 @@ import { drained, eventStreamHeaders, writeErrorAnswer, type AnswerSink } from "
 import type { ChatRequest } from "./chat-request.js";
 import { EventStreamUsage } from "./event-stream-usage.js";
 import { openAiErrorOf, typeOfStatus, type OpenAiError } from "./openai-errors.js";
-import { usageMarker, usageOf, type TokenUsage } from "./token-usage.js";
+import { usageIn, type TokenUsage } from "./token-usage.js";
 import { chatUrl, type Upstream } from "./upstreams.js";
 
 /** What became of one relayed call, for the audit, the token count and the log line. */
@@ -40,17 +40,15 @@ export function relayChatCompletion(options: {
   secret: string;
   request: ChatRequest;
   res: AnswerSink;
-  /** Aborts the upstream call (the client left). */
-  signal: AbortSignal;
   headers: Record<string, string>;
 }): Promise<RelayOutcome> {
-  const { upstream, secret, request, res, signal, headers } = options;
+  const { upstream, secret, request, res, headers } = options;
   // Asked for on the client's behalf, so that a stream's tokens are counted; the usage chunk is then not passed on.
   const askUsage = request.stream && upstream.streamUsage && !request.includeUsage;
   const body = askUsage
     ? Buffer.from(JSON.stringify({ ...request.body, stream_options: { ...(isJsonObject(request.body.stream_options) ? request.body.stream_options : {}), include_usage: true } }))
     : request.raw;
-  const url = chatUrl(upstream, request.model);
+  const target = targetOf(upstream, request.model);
   const outgoing: Record<string, string> = {
     "content-type": "application/json",
     "content-length": String(body.byteLength),
@@ -65,17 +63,18 @@ export function relayChatCompletion(options: {
     const settle = (failure?: string) => {
       if (settled) return;
       settled = true;
-      signal.removeEventListener("abort", onAbort);
+      res.off("close", onClose);
       if (failure !== undefined) outcome.failure = failure;
       resolve(outcome);
     };
-    const transport = url.protocol === "https:" ? https : http;
-    const call = transport.request(url, { method: "POST", headers: outgoing, agent: agents[url.protocol as "http:" | "https:"] });
-    const onAbort = () => {
+    const call = target.transport.request({ ...target.options, method: "POST", headers: outgoing });
+    // The client leaving ends the upstream's call (a response closed before it finished).
+    const onClose = () => {
+      if (res.writableFinished) return;
       call.destroy();
       settle("the client left");
     };
-    signal.addEventListener("abort", onAbort, { once: true });
+    res.once("close", onClose);
     call.setTimeout(upstream.idleTimeoutSeconds * 1000, () => call.destroy(new Error("idle timeout")));
     call.on("error", (error: NodeJS.ErrnoException) => {
       if (settled) return;
@@ -109,8 +108,7 @@ export function relayChatCompletion(options: {
           pass(events.end());
           outcome.usage = events.usage;
         } else {
-          const whole = Buffer.concat(json);
-          if (whole.includes(usageMarker)) outcome.usage = usageOf(parsed(whole));
+          outcome.usage = usageIn(json.length === 1 ? json[0]! : Buffer.concat(json));
         }
         res.end();
         settle();
@@ -163,6 +161,29 @@ async function relayError(answer: IncomingMessage, status: number, secret: strin
     headers: passed,
   };
   writeErrorAnswer(res, shaped, headers);
+}
+
+/** How to reach an upstream for a model: the URL as request options, made once per upstream when its path names no model. */
+interface RequestTarget {
+  transport: typeof http | typeof https;
+  options: http.RequestOptions;
+}
+
+const fixedTargets = new WeakMap<Upstream, RequestTarget>();
+
+function targetOf(upstream: Upstream, model: string): RequestTarget {
+  const fixed = !upstream.chatPath.includes("{model}");
+  let target = fixed ? fixedTargets.get(upstream) : undefined;
+  if (target === undefined) {
+    const url = chatUrl(upstream, model);
+    const secure = url.protocol === "https:";
+    target = {
+      transport: secure ? https : http,
+      options: { hostname: url.hostname.replace(/^\[|\]$/g, ""), port: url.port || (secure ? 443 : 80), path: url.pathname + url.search, agent: agents[secure ? "https:" : "http:"] },
+    };
+    if (fixed) fixedTargets.set(upstream, target);
+  }
+  return target;
 }
 
 function upstreamFailure(upstream: Upstream, message: string): OpenAiError {

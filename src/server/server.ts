@@ -214,10 +214,11 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
       return connectUnary(req, res, rpc) ?? serveOnConnectNode(req, res, rpc);
     }
     if (path === mcpPath && config.mcpEnable) return void (await (await mcpHandler()).handle(req, res));
+    // OpenAI's /v1 is no REST template's prefix: its calls, whose latency is measured against a bare relay's, skip the REST lookup.
+    if (path.startsWith("/v1/")) return void (await inferenceRoutes.handle(req, res));
     // No REST template names a transfer or a console path: REST, which most calls are, is asked first.
     if (await rest.handle(req, res)) return;
     if (await transferRoutes.handle(req, res)) return;
-    if (await inferenceRoutes.handle(req, res)) return;
     if (await webConsole.handle(req, res)) return;
     // Connect clients read 404 as UNIMPLEMENTED too; it is what an HTTP client expects of a path that is not there.
     const framing = rpcFramingOf(req, path);
