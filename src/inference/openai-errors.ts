@@ -46,6 +46,8 @@ export function openAiErrorOf(thrown: unknown): OpenAiError {
   }
   if (status === 401) headers["www-authenticate"] = "Bearer";
   if (status === 405 && thrown instanceof AxonError) headers.allow = thrown.metadata.allow ?? "";
+  // A program reads the pending request's id here; an agent reads it in the message.
+  if (thrown instanceof AxonError && thrown.metadata.approval_request_id !== undefined) headers["x-axon-approval-request"] = thrown.metadata.approval_request_id;
   // Retrying a spent daily budget within the SDKs' few seconds of back-off can only fail again.
   if (reason === "INFERENCE_TOKEN_BUDGET_SPENT") headers["x-should-retry"] = "false";
   const param = thrown instanceof AxonError ? (thrown.fieldViolations[0]?.field ?? null) : null;

@@ -83,6 +83,7 @@ describe("brokered calls decided by AXON_POLICY_FILE", () => {
     expect(first).toMatchObject({ code: "approval_pending" });
     const requestId = /request (req_[A-Za-z0-9_-]+)/.exec(first.message)?.[1];
     expect(requestId).toBeDefined();
+    expect(first.headers.get("x-axon-approval-request")).toBe(requestId);
     const again = (await thrown(big)) as Error;
     expect(again.message).toContain(requestId);
     expect(upstream.requests.length).toBe(before);
@@ -96,7 +97,9 @@ describe("brokered calls decided by AXON_POLICY_FILE", () => {
     upstream.failNext(500);
     expect(await thrown(big)).toBeInstanceOf(OpenAI.InternalServerError);
     await big();
+    console.log("DEBUG after 1", JSON.stringify(await operatorCall("GET", `/api/operator/v1/requests/${requestId}`)));
     await big();
+    console.log("DEBUG after 2", JSON.stringify(await operatorCall("GET", `/api/operator/v1/requests/${requestId}`)));
     const spent = (await thrown(big)) as Error;
     expect(spent).toMatchObject({ code: "approval_pending" });
     expect(spent.message).not.toContain(requestId);
