@@ -78,10 +78,10 @@ export function relayChatCompletion(options: {
     call.setTimeout(upstream.idleTimeoutSeconds * 1000, () => call.destroy(new Error("idle timeout")));
     call.on("error", (error: NodeJS.ErrnoException) => {
       if (settled) return;
-      const timedOut = error.message === "idle timeout";
-      const failure = timedOut ? "the upstream stayed silent too long" : `the upstream could not be reached (${error.code ?? "error"})`;
-      writeErrorAnswer(res, upstreamFailure(upstream, timedOut ? "the upstream stayed silent too long" : "the upstream could not be reached"), headers);
-      settle(failure);
+      const failure = error.message === "idle timeout" ? "the upstream stayed silent too long" : "the upstream could not be reached";
+      writeErrorAnswer(res, upstreamFailure(upstream, failure), headers);
+      // The log line says how (ECONNREFUSED, ENOTFOUND): a code, never a host or a key.
+      settle(error.code === undefined ? failure : `${failure} (${error.code})`);
     });
     call.on("response", (answer) => {
       outcome.status = answer.statusCode ?? 0;

@@ -39,7 +39,12 @@ describe("brokered models on /v1, through the official openai SDK", () => {
       clients: { alice, bob, carol, dave },
       operator,
       admission,
-      upstreams: { hf: { base_url: upstream.baseUrl, secret_env: "HF_TOKEN", models: ["Qwen/*", "meta-llama/*"] } },
+      upstreams: {
+        hf: { base_url: upstream.baseUrl, secret_env: "HF_TOKEN", models: ["Qwen/*", "meta-llama/*"] },
+        // Nothing listens on port 9; NO_SUCH_KEY is not set.
+        dead: { base_url: "http://127.0.0.1:9/v1", secret_env: "HF_TOKEN", models: ["dead/*"], models_path: null },
+        keyless: { base_url: upstream.baseUrl, secret_env: "NO_SUCH_KEY", models: ["keyless/model"], models_path: null },
+      },
     });
     axon = await startAxonProcess({ ...files, HF_TOKEN: key, AGENT_MANIFEST_FILE: inferenceManifest, AXON_DATA_DIR: dataDir, LOG_LEVEL: "debug" });
   });
@@ -50,7 +55,7 @@ describe("brokered models on /v1, through the official openai SDK", () => {
 
   it("lists the networks, then the upstream's models its globs route to it, asking the upstream with its key once in a while", async () => {
     const listed = (await sdk(alice).models.list()).data.map((entry) => entry.id);
-    expect(listed).toEqual(["axon/echo", "axon/helpdesk", model, "meta-llama/Llama-3.1-8B-Instruct"]);
+    expect(listed).toEqual(["axon/echo", "axon/helpdesk", model, "meta-llama/Llama-3.1-8B-Instruct", "keyless/model"]);
     expect((await sdk(bob).models.list()).data.map((entry) => entry.id)).toEqual(listed);
     expect(upstream.modelListings).toEqual([{ path: "/v1/models", credential: key }]);
     expect(await sdk(alice).models.retrieve(model)).toMatchObject({ id: model, object: "model", owned_by: "scripted" });
@@ -153,6 +158,19 @@ describe("brokered models on /v1, through the official openai SDK", () => {
     expect(refused).toBeInstanceOf(OpenAI.InternalServerError);
     expect(refused).toMatchObject({ status: 502, code: "upstream_failed" });
     expect((refused as Error).message).not.toContain(key);
+  });
+
+  it("passes an upstream's own refusal on with its status, type and code, and answers an upstream out of reach or without its key as Axon's failure", async () => {
+    upstream.failNext(400);
+    const refused = await thrown(() => sdk(alice).chat.completions.create({ model, messages: [{ role: "user", content: "hi" }] }));
+    expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(refused).toMatchObject({ status: 400, type: "invalid_request_error", code: "invalid_request_error" });
+    expect((refused as Error).message).toContain("scripted failure 400");
+
+    const unreachable = await thrown(() => sdk(alice).chat.completions.create({ model: "dead/model", messages: [{ role: "user", content: "hi" }] }));
+    expect(unreachable).toMatchObject({ status: 502, code: "upstream_failed", message: "502 the upstream could not be reached" });
+    const keyless = await thrown(() => sdk(alice).chat.completions.create({ model: "keyless/model", messages: [{ role: "user", content: "hi" }] }));
+    expect(keyless).toMatchObject({ status: 503, code: "upstream_key_missing" });
   });
 
   it("refuses calls past the client's calls in flight with 429, and a client that leaves ends the upstream's call", async () => {
