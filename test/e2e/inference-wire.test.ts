@@ -54,6 +54,18 @@ describe("/v1 on the wire, as curl sees it", () => {
     expect(chunks.every((chunk) => chunk.object === "chat.completion.chunk")).toBe(true);
   });
 
+  it("streams over HTTP/2 (h2c) as over HTTP/1.1", async () => {
+    upstream.enqueue({ text: "over h2" });
+    const { status, headers, body } = await curl(`${axon.url}/v1/chat/completions`, [
+      ...["--http2-prior-knowledge", "-H", `Authorization: Bearer ${alice}`, "-H", "Content-Type: application/json"],
+      ...["--data-binary", JSON.stringify({ model, messages: [{ role: "user", content: "h2" }], stream: true })],
+    ]);
+    expect(headers).toMatch(/^http\/2 200/);
+    expect(status).toBe(200);
+    expect(body.endsWith("data: [DONE]\n\n")).toBe(true);
+    expect(body).toContain('"content":"over "');
+  });
+
   it("streams a network the same way, and ends the body right after [DONE]", async () => {
     llm.enqueue({ text: "Hi." });
     const { status, body } = await chat({ model: "axon/echo", messages: [{ role: "user", content: "hello" }], stream: true });
