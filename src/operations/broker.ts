@@ -1,14 +1,15 @@
 import type { Logger } from "../logger.js";
 import type { AdmissionLimits } from "./admission.js";
+import type { ApprovalAnnouncer } from "./approval-webhooks.js";
 import { AuditBatch } from "./audit-batch.js";
 import { systemClock, type Clock } from "./clock.js";
-import { Decisions, type DecisionInput } from "./decisions.js";
+import { Decisions, type ApprovalInput, type DecisionInput } from "./decisions.js";
 import { Grants, type GrantInput } from "./grants.js";
 import { newId } from "./lifecycle.js";
 import { NativeCalls } from "./native-calls.js";
 import type { Notifier } from "./notifier.js";
 import { OwnOperations } from "./own-operations.js";
-import type { GrantTermsInput, Policy } from "./policy.js";
+import type { Policy } from "./policy.js";
 import type { ProviderRegistry } from "./providers/registry.js";
 import type { StoreClient } from "./store.js";
 import { Submissions, type SubmitInput } from "./submission.js";
@@ -31,6 +32,8 @@ export interface BrokerOptions {
   approvalTtlMinutes?: number;
   /** This replica (its worker's lease): the native calls it holds end with it. */
   replicaId?: string;
+  /** Tells the operators' webhooks of every new pending request. */
+  announcer?: Pick<ApprovalAnnouncer, "announce">;
 }
 
 /**
@@ -114,7 +117,7 @@ export class OperationsBroker {
     return this.decisions.listRequests(operator, query);
   }
 
-  approve(operator: string, id: string, decision: DecisionInput & GrantTermsInput) {
+  approve(operator: string, id: string, decision: ApprovalInput) {
     return this.decisions.approve(operator, id, decision);
   }
 

@@ -119,7 +119,10 @@ export class Grants {
           await recordGrant(tx, "request.created", grant, clientId);
           return { grant, created: true };
         });
-        if (result.created) notifier.changed(result.grant.id);
+        if (result.created) {
+          notifier.changed(result.grant.id);
+          this.options.announcer?.announce({ grant: result.grant });
+        }
         return result;
       } catch (error) {
         // The same client_request_id created concurrently: the next round replays it.

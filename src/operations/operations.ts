@@ -11,6 +11,7 @@ import { createInference, type Inference } from "../inference/inference.js";
 import { inferenceOperations } from "../inference/native-operations.js";
 import { loadUpstreams } from "../inference/upstreams.js";
 import { loadAdmissionLimits } from "./admission.js";
+import { ApprovalAnnouncer, loadApprovalWebhooks } from "./approval-webhooks.js";
 import { OperationsBroker } from "./broker.js";
 import { systemClock, type Clock } from "./clock.js";
 import { newId } from "./lifecycle.js";
@@ -67,13 +68,15 @@ export async function startOperations(
   const operators = await loadPrincipals(config.operatorsFile, "operator", { generateIfMissing: { names: ["admin"] }, logger });
   assertSeparateSecrets(clients.principals, operators.principals);
 
-  const [policy, admission, credentials, access, upstreams] = await Promise.all([
+  const [policy, admission, credentials, access, upstreams, webhooks] = await Promise.all([
     loadPolicy(config.policyFile, { projectRoot: config.projectRoot }),
     loadAdmissionLimits(config.admissionFile, { projectRoot: config.projectRoot }),
     loadCredentials(config.credentialsFile, deps.env, { projectRoot: config.projectRoot }),
     loadNetworkAccess(config.networkAccessFile, { projectRoot: config.projectRoot }),
     loadUpstreams(config.inferenceFile, deps.env, { projectRoot: config.projectRoot }),
+    loadApprovalWebhooks(config.approvalWebhooksFile, deps.env, { projectRoot: config.projectRoot }),
   ]);
+  const announcer = webhooks.length > 0 ? new ApprovalAnnouncer({ hooks: webhooks, logger }) : undefined;
   const clock = deps.clock ?? systemClock;
   const parts = { database: new OnceOpen<Database>(), broker: new OnceOpen<OperationsBroker>(), worker: new OnceOpen<ExecutionWorker>(), transfers: new OnceOpen<Transfers>() };
   let closeAssembled: (() => Promise<void>) | undefined;
@@ -100,7 +103,7 @@ export async function startOperations(
         : undefined;
     if (replicas) notifier.publishTo((message) => replicas.publish(message));
     const replicaId = newId("replica");
-    const broker = new OperationsBroker({ store, policy, admission, providers, notifier, logger, clock, replicaId });
+    const broker = new OperationsBroker({ store, policy, admission, providers, notifier, logger, clock, replicaId, ...(announcer ? { announcer } : {}) });
     const worker = new ExecutionWorker({
       id: replicaId,
       store: operationsStore(database, database.background),
@@ -121,6 +124,7 @@ export async function startOperations(
       await worker.stop();
       await broker.native.flush();
       await inference.tokens.flush();
+      await announcer?.close();
       await replicas?.close();
       transfers.close();
       await database.close();

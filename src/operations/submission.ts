@@ -3,6 +3,7 @@ import { Code } from "@connectrpc/connect";
 import { AxonError, invalidArgument, type FieldViolation } from "../errors.js";
 import { admit, admissionError, limitsFor, windowStartOf, type AdmissionLimits } from "./admission.js";
 import { jsonBytes, requestHash } from "./canonical-json.js";
+import type { ApprovalAnnouncer } from "./approval-webhooks.js";
 import type { Clock } from "./clock.js";
 import { isReasonLength, newId } from "./lifecycle.js";
 import type { Notifier } from "./notifier.js";
@@ -31,6 +32,8 @@ export interface RequestOptions {
   clock: Clock;
   /** How long an approval may stay pending before it expires. */
   approvalTtlMs: number;
+  /** Tells the operators' webhooks of every new pending request. */
+  announcer?: Pick<ApprovalAnnouncer, "announce"> | undefined;
 }
 
 export interface HeldCallOptions {
@@ -160,6 +163,10 @@ export class Submissions {
     const outcome = await writeSubmission(this.options.store, plan);
     if (outcome.kind === "created") {
       this.options.notifier.created(plan.operation.id, plan.operation.state);
+      if (plan.approval) {
+        const native = this.options.providers.get(plan.operation.operation)?.native === true;
+        this.options.announcer?.announce({ grant: plan.approval, operation: { ...plan.operation, native } });
+      }
       return { ...plan.operation, result: null, recoveredBy: null };
     }
     if (outcome.kind === "duplicate") return undefined;

@@ -128,6 +128,31 @@ describe.each([
     expect(await store.operation.findUniqueOrThrow({ where: { id: operation!.id } })).toMatchObject({ state: "succeeded", result: { upstream_status: 200 } });
   });
 
+  it("an operator may edit the arguments of a held call that allows it, and of no other", async () => {
+    const { store, broker } = replica(await open(), "replica_a");
+    const call: NativeCall = {
+      clientId: "alice",
+      operation: "test.tool",
+      target: { network: "n", agent: "a", tool: "send_email" },
+      detail: { arguments: { to: "everyone@example.com" }, allowed_decisions: ["approve", "edit", "reject"] },
+      summary: "send_email",
+    };
+    const holding = broker.native.hold(call, { signal: new AbortController().signal });
+    const requestId = await pendingRequest(store);
+    await broker.approve("admin", requestId, { expectedRevision: 1, arguments: { to: "me@example.com" } });
+    expect(await within(10_000, holding, "the held call")).toMatchObject({
+      effect: "allowed",
+      arguments: { arguments: { to: "me@example.com" }, allowed_decisions: ["approve", "edit", "reject"] },
+    });
+
+    const fixed = broker.native.hold({ ...call, detail: { arguments: { to: "x" }, allowed_decisions: ["approve", "reject"] } }, { signal: new AbortController().signal });
+    const fixedId = await until(async () => (await store.grant.findFirst({ where: { status: "pending" } }))?.id, "the second request");
+    await expect(broker.approve("admin", fixedId, { expectedRevision: 1, arguments: { to: "y" } })).rejects.toMatchObject({ reason: "ARGUMENTS_NOT_EDITABLE" });
+    expect((await broker.getRequest(fixedId)).grant.status).toBe("pending");
+    await broker.approve("admin", fixedId, { expectedRevision: 1 });
+    expect(await within(10_000, fixed, "the second call")).toMatchObject({ effect: "allowed", arguments: { arguments: { to: "x" } } });
+  });
+
   it("a held call an operator denies is refused with the operator's reason, and nothing of it goes ahead", async () => {
     const { store, broker } = replica(await open(), "replica_a");
     const holding = broker.native.hold(push(["refs/heads/feature"]), { signal: new AbortController().signal });

@@ -3,7 +3,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type { Config } from "../../config.js";
 import type { Logger } from "../../logger.js";
 import { pythonImportRoots } from "../coded-tool-location.js";
-import { PythonWorker, type PythonAnswer, type PythonSettings, type PythonTarget } from "./python-worker.js";
+import { PythonWorker, type CallbackHandlers, type PythonAnswer, type PythonSettings, type PythonTarget } from "./python-worker.js";
 
 export interface PythonPoolSettings extends PythonSettings {
   /** `AXON_PYTHON_WORKERS`: at most this many processes. */
@@ -87,7 +87,8 @@ export class PythonChat {
     private readonly id: number,
   ) {}
 
-  call(slyData: JsonObject, call: PythonTarget, progress: (structure: JsonObject) => void, signal: AbortSignal): Promise<PythonAnswer> {
+  /** `callbacks`: what the Python code of this call may ask of Axon while it runs (see CallbackHandlers). */
+  call(slyData: JsonObject, call: PythonTarget, progress: (structure: JsonObject) => void, signal: AbortSignal, callbacks?: CallbackHandlers): Promise<PythonAnswer> {
     let chat = this.scopes.get(slyData);
     if (chat === undefined) {
       chat = `${this.id}.${this.used.size}`;
@@ -101,7 +102,7 @@ export class PythonChat {
       this.watched.add(signal);
       signal.addEventListener("abort", () => this.worker?.cancelCalls(signal), { once: true });
     }
-    return this.worker.call({ ...call, chat, slyData }, progress, signal);
+    return this.worker.call({ ...call, chat, slyData }, progress, signal, callbacks);
   }
 
   close(): void {

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
-import type { JsonObject } from "@bufbuild/protobuf";
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { AxonError, Code } from "../../errors.js";
 import type { Logger } from "../../logger.js";
 import { projectRoot } from "../../project-root.js";
@@ -56,6 +56,13 @@ export interface PythonAnswer {
   slyData: SlyDataChanges;
 }
 
+/** What of a failed callback crosses to Python: an AxonError's reason, else the error's name; and its message. */
+function callbackError(error: unknown): JsonObject {
+  if (error instanceof AxonError) return { type: error.reason, message: error.message };
+  if (error instanceof Error) return { type: error.name, message: error.message };
+  return { type: "Error", message: String(error) };
+}
+
 /** The tool raised: its exception's type and message for the chat; its traceback for the log only. */
 export class PythonToolError extends AxonError {
   constructor(
@@ -68,11 +75,21 @@ export class PythonToolError extends AxonError {
   }
 }
 
+/**
+ * What Python code running for one call may ask of Axon, by name: JSON arguments in, JSON out (or a thrown error, which
+ * the Python side raises as AxonCallbackError with its reason and message). `signal` aborts when the Python side stops
+ * waiting (its task was cancelled) or the call ends.
+ */
+export type CallbackHandlers = Readonly<Record<string, (args: JsonObject, signal: AbortSignal) => Promise<JsonValue>>>;
+
 interface PendingCall {
   signal: AbortSignal;
   resolve(answer: PythonAnswer): void;
   reject(error: Error): void;
   progress(structure: JsonObject): void;
+  callbacks: CallbackHandlers;
+  /** The call's callback requests Axon is still answering, by request id. */
+  requests: Map<number, AbortController>;
   /** Set once the call was cancelled: the caller has moved on, and the worker has `cancelGraceMs` to end it. */
   graceTimer?: NodeJS.Timeout;
 }
@@ -82,7 +99,9 @@ type WorkerLine =
   | { progress: number; structure: JsonObject }
   | { done: number; result: string; sly_data: SlyDataChanges }
   | { failed: number; type: string; message: string; traceback: string; sly_data: SlyDataChanges }
-  | { cancelled: number };
+  | { cancelled: number }
+  | { request: number; call: number; name: string; args: JsonObject }
+  | { cancel_request: number };
 
 /**
  * One long-lived Python process running runner.py, many calls in flight over its pipes (one JSON line per message).
@@ -136,11 +155,11 @@ export class PythonWorker {
     return this.calls.size;
   }
 
-  call(call: PythonCall, progress: (structure: JsonObject) => void, signal: AbortSignal): Promise<PythonAnswer> {
+  call(call: PythonCall, progress: (structure: JsonObject) => void, signal: AbortSignal, callbacks: CallbackHandlers = {}): Promise<PythonAnswer> {
     if (this.ended) return Promise.reject(this.ended);
     signal.throwIfAborted();
     const id = ++this.lastId;
-    const answer = new Promise<PythonAnswer>((resolve, reject) => this.calls.set(id, { signal, resolve, reject, progress }));
+    const answer = new Promise<PythonAnswer>((resolve, reject) => this.calls.set(id, { signal, resolve, reject, progress, callbacks, requests: new Map() }));
     if (this.calls.size === 1) this.ref();
     const { chat, args } = call;
     const target: JsonObject =
@@ -205,21 +224,55 @@ export class PythonWorker {
       return;
     }
     if ("progress" in line) return this.calls.get(line.progress)?.progress(line.structure);
+    if ("request" in line) return this.answer(line);
+    if ("cancel_request" in line) {
+      for (const call of this.calls.values()) call.requests.get(line.cancel_request)?.abort(new Error("the Python side stopped waiting"));
+      return;
+    }
     const id = "done" in line ? line.done : "failed" in line ? line.failed : line.cancelled;
     const call = this.calls.get(id);
     if (call === undefined) return;
     this.calls.delete(id);
     clearTimeout(call.graceTimer);
+    for (const request of call.requests.values()) request.abort(new Error("the Python call ended"));
     if (this.calls.size === 0) this.unref();
     if ("done" in line) call.resolve({ result: line.result, slyData: line.sly_data });
     else if ("failed" in line) call.reject(new PythonToolError(line.type, line.message, line.traceback, line.sly_data));
     // A cancelled call was rejected when it was cancelled.
   }
 
+  /**
+   * A callback request of a call in flight, answered on the same pipes: `{"response": id, "result": ...}`, or
+   * `{"response": id, "error": {"type", "message"}}` when the handler failed, is unknown, or the call has ended. A
+   * request the Python side cancelled gets no answer.
+   */
+  private answer(line: { request: number; call: number; name: string; args: JsonObject }): void {
+    const call = this.calls.get(line.call);
+    const handler = call !== undefined && Object.hasOwn(call.callbacks, line.name) ? call.callbacks[line.name] : undefined;
+    if (call === undefined || call.graceTimer !== undefined || handler === undefined) {
+      const message = call === undefined || call.graceTimer !== undefined ? "the call has ended" : `Axon answers no request named ${line.name} here`;
+      this.send({ response: line.request, error: { type: "UNKNOWN_REQUEST", message } });
+      return;
+    }
+    const request = new AbortController();
+    call.requests.set(line.request, request);
+    const signal = AbortSignal.any([call.signal, request.signal]);
+    void Promise.resolve()
+      .then(() => handler(line.args, signal))
+      .then(
+        (result) => ({ response: line.request, result }),
+        (error: unknown) => ({ response: line.request, error: callbackError(error) }),
+      )
+      .then((reply: JsonObject) => {
+        if (call.requests.delete(line.request) && !request.signal.aborted && !this.ended) this.send(reply);
+      });
+  }
+
   private end(error: Error): void {
     this.ended = error;
     for (const call of this.calls.values()) {
       clearTimeout(call.graceTimer);
+      for (const request of call.requests.values()) request.abort(error);
       call.reject(error);
     }
     this.calls.clear();

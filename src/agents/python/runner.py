@@ -20,6 +20,8 @@ tool prints goes to stderr, never into the protocol).
     {"call": id, "chat": c, "library": "pkg.mod.Tool", "settings": {}, "describe": true, "args": {}}
                               answers, as `result`, the JSON {"toolkit": bool, "tools": [{name, description, parameters}]}
     {"cancel": id}            cancels the call's asyncio task (CancelledError inside async_invoke)
+    {"response": r, "result": <JSON>}                                  answers a callback request (below)
+    {"response": r, "error": {"type": "TOOL_FAILED", "message": "..."}}  its handler failed, is unknown, or the call ended
     {"end_chat": c}           the chat is over: its values JSON cannot carry are close()d and forgotten
   worker -> server
     {"ready": true, "python": "3.11.7", "neuro_san": "installed" | "stand-in"}      first line
@@ -27,11 +29,20 @@ tool prints goes to stderr, never into the protocol).
     {"done": id, "result": "text", "sly_data": {"set": {}, "delete": []}}
     {"failed": id, "type": "ValueError", "message": "...", "traceback": "...", "sly_data": {...}}
     {"cancelled": id}
+    {"request": r, "call": id, "name": "model_call", "args": {}}      a callback request (below)
+    {"cancel_request": r}                                           its awaiting task was cancelled: no answer follows
+
+Callback requests: code running for a call asks Axon something by name with JSON arguments and awaits the JSON answer,
+on the same pipes, several at once (`r` counts per worker), while the call goes on: `await axon_request(name, args)`,
+importable as `axon_runner.axon_request` by code the call runs. Which names Axon answers is up to each call (what a
+middleware's handler or a tool may ask); an unknown name, or a failure, raises AxonCallbackError(type, message). A
+cancelled call's pending requests are abandoned on both sides.
 
 Calls of one chat come to one worker: the chat's sly_data values that JSON cannot carry (clients, connections) stay
 here, keyed by the chat, and later tools of the chat get them back in their sly_data.
 """
 import asyncio
+import contextvars
 import importlib
 import importlib.util
 import json
@@ -42,6 +53,26 @@ from concurrent.futures import ThreadPoolExecutor
 
 STAND_IN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stand-in")
 INSTANTIATION_START = 1
+# The worker and call id of the call the running code belongs to (each call's task has its own).
+CURRENT_CALL = contextvars.ContextVar("axon_call")
+
+
+class AxonCallbackError(Exception):
+    """Axon could not answer a callback request: `type` says why (an Axon reason such as TOOL_FAILED), `message` how."""
+
+    def __init__(self, type_, message):
+        super().__init__(f"{type_}: {message}")
+        self.type = type_
+        self.message = message
+
+
+async def axon_request(name, args):
+    """Asks Axon `name` with JSON `args` for the call this code runs in; returns Axon's JSON answer."""
+    current = CURRENT_CALL.get(None)
+    if current is None:
+        raise LookupError("axon_request is only answered inside a call Axon made")
+    worker, call_id = current
+    return await worker.request(call_id, name, args)
 
 
 def set_paths(roots):
@@ -183,6 +214,8 @@ class Worker:
         self.chats = {}
         self.modules = {}
         self.libraries = {}
+        self.requests = {}
+        self.last_request = 0
         self.flushing = False
         self.executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="coded-tool")
         from neuro_san.interfaces.coded_tool import CodedTool
@@ -214,13 +247,38 @@ class Worker:
                 task = self.tasks.get(message["cancel"])
                 if task is not None:
                     task.cancel()
+            elif "response" in message:
+                self.answered(message)
             elif "end_chat" in message:
                 self.end_chat(message["end_chat"])
         # The server is gone: nothing will read an answer.
         os._exit(0)
 
+    async def request(self, call_id, name, args):
+        self.last_request += 1
+        request_id = self.last_request
+        answer = asyncio.get_running_loop().create_future()
+        self.requests[request_id] = answer
+        self.send({"request": request_id, "call": call_id, "name": name, "args": args})
+        try:
+            return await answer
+        except asyncio.CancelledError:
+            if self.requests.pop(request_id, None) is not None:
+                self.send({"cancel_request": request_id})
+            raise
+
+    def answered(self, message):
+        answer = self.requests.pop(message["response"], None)
+        if answer is None or answer.done():
+            return
+        if "error" in message:
+            answer.set_exception(AxonCallbackError(message["error"].get("type", "Error"), message["error"].get("message", "")))
+        else:
+            answer.set_result(message.get("result"))
+
     async def call(self, message):
         call_id = message["call"]
+        CURRENT_CALL.set((self, call_id))
         private = self.chats.setdefault(message["chat"], {})
         sent = message.get("sly_data", {})
         sly_data = json.loads(json.dumps(sent))
@@ -330,6 +388,8 @@ async def serve():
     reader = asyncio.StreamReader(limit=1 << 30)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     worker = Worker(out)
+    # Code a call runs reaches axon_request by this name: the worker runs as __main__.
+    sys.modules.setdefault("axon_runner", sys.modules[__name__])
     installed = importlib.util.find_spec("neuro_san").submodule_search_locations
     stand_in = all(os.path.dirname(location) == STAND_IN for location in installed)
     worker.send({"ready": True, "python": sys.version.split()[0], "neuro_san": "stand-in" if stand_in else "installed"})

@@ -5,7 +5,8 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../../src/logger.js";
 import { PythonPool, type PythonChat } from "../../../src/agents/python/python-pool.js";
-import { PythonToolError } from "../../../src/agents/python/python-worker.js";
+import { PythonToolError, type CallbackHandlers } from "../../../src/agents/python/python-worker.js";
+import { AxonError, Code } from "../../../src/errors.js";
 import { projectRoot } from "../../support/server.js";
 import { until, within } from "../../support/wait.js";
 
@@ -274,5 +275,82 @@ describe("library tools in the Python workers", () => {
     cancel.abort(new Error("the chat was cancelled"));
     await expect(sleeping).rejects.toThrow("the chat was cancelled");
     await until(() => readFileSync(marker, "utf8") === "cancelled", "CancelledError in the tool");
+  });
+});
+
+/** The callback requests: Python code of a call asks Axon by name, on the same pipes, while the call runs. */
+describe("callback requests from Python", () => {
+  let pool: PythonPool;
+  let chat: PythonChat;
+  const progress: JsonObject[] = [];
+  const waits: AbortSignal[] = [];
+  const handlers: CallbackHandlers = {
+    echo: async (args) => ({ echoed: String(args["text"]).toUpperCase() }),
+    fail: async () => {
+      throw new AxonError(Code.FailedPrecondition, "TOOL_FAILED", "the tool could not run");
+    },
+    wait: (_args, signal) => {
+      waits.push(signal);
+      return new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(signal.reason as Error), { once: true }));
+    },
+  };
+  const call = (className: string, args: JsonObject = {}, signal = never()) =>
+    chat.call(
+      {},
+      { module: "coded_tools.python_tools.callbacks", file: path.join(fixtures, "coded_tools/python_tools/callbacks.py"), className, args },
+      (structure) => progress.push(structure),
+      signal,
+      handlers,
+    );
+
+  beforeAll(() => {
+    pool = new PythonPool({ command: "python3", workers: 1, cancelGraceMs: 300, importRoots: [fixtures] }, createLogger("silent"));
+  });
+  afterAll(() => pool.close());
+  beforeEach(() => {
+    chat = pool.chat();
+    progress.length = 0;
+    waits.length = 0;
+  });
+  afterEach(() => chat.close());
+
+  it("answers a named request with JSON, which the Python code awaits", async () => {
+    expect((await call("Asker", { text: "hello" })).result).toBe("HELLO");
+  });
+
+  it("answers several requests of one call in flight at once, and of calls in flight together", async () => {
+    const [crowd, single] = await Promise.all([call("Crowd", { texts: ["a", "b", "c"] }), call("Asker", { text: "d" })]);
+    expect(crowd.result).toBe("A B C");
+    expect(single.result).toBe("D");
+  });
+
+  it("raises a name Axon does not answer, and a handler's failure, as AxonCallbackError with the reason", async () => {
+    expect((await call("Refused")).result).toBe("UNKNOWN_REQUEST: Axon answers no request named no_such_request here | TOOL_FAILED: the tool could not run");
+  });
+
+  it("aborts the handler's signal when the Python side stops waiting, and the call goes on", async () => {
+    expect((await call("Impatient")).result).toBe("gave up");
+    expect(waits).toHaveLength(1);
+    await until(() => waits[0]!.aborted, "the wait handler aborted");
+  });
+
+  it("aborts a request's handler when its call is cancelled", async () => {
+    const cancel = new AbortController();
+    const waiting = call("Waiter", {}, cancel.signal);
+    await until(() => waits.length === 1, "the request reaching its handler");
+    cancel.abort(new Error("the chat was cancelled"));
+    await expect(waiting).rejects.toThrow("the chat was cancelled");
+    expect(waits[0]!.aborted).toBe(true);
+    expect((await call("Asker", { text: "after" })).result).toBe("AFTER");
+  });
+
+  it("answers no request of a call that was given no handlers", async () => {
+    const answer = await chat.call(
+      {},
+      { module: "coded_tools.python_tools.callbacks", file: path.join(fixtures, "coded_tools/python_tools/callbacks.py"), className: "Refused", args: {} },
+      () => {},
+      never(),
+    );
+    expect(answer.result).toBe("UNKNOWN_REQUEST: Axon answers no request named no_such_request here | UNKNOWN_REQUEST: Axon answers no request named fail here");
   });
 });

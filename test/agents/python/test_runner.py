@@ -1,5 +1,6 @@
 """runner.py's own pure parts, with the standard library's unittest (run by runner-python.test.ts)."""
 import asyncio
+import json
 import os
 import sys
 import tempfile
@@ -186,6 +187,67 @@ class LibraryWorkerTest(unittest.TestCase):
         told = self.worker.describe(SettingsError())
         self.assertEqual(told, "api_key: Field required")
         self.assertNotIn("sk-secret", told)
+
+
+class Sent:
+    """A worker's protocol output, kept as the JSON lines it wrote."""
+
+    def __init__(self):
+        self.lines = []
+
+    def write(self, data):
+        self.lines.extend(json.loads(line) for line in data.decode("utf-8").splitlines())
+
+    def flush(self):
+        pass
+
+
+class CallbackRequestTest(unittest.TestCase):
+    def setUp(self):
+        sys.path.append(runner.STAND_IN)
+        self.sent = Sent()
+        self.worker = runner.Worker(self.sent)
+
+    def tearDown(self):
+        sys.path.remove(runner.STAND_IN)
+        self.worker.executor.shutdown()
+
+    def test_a_request_names_its_call_and_gets_the_answer_with_its_id(self):
+        async def scenario():
+            runner.CURRENT_CALL.set((self.worker, 7))
+            asking = asyncio.ensure_future(runner.axon_request("echo", {"text": "hi"}))
+            await asyncio.sleep(0)
+            self.worker.answered({"response": 1, "result": {"echoed": "HI"}})
+            return await asking
+
+        self.assertEqual(asyncio.run(scenario()), {"echoed": "HI"})
+        self.assertEqual(self.sent.lines, [{"request": 1, "call": 7, "name": "echo", "args": {"text": "hi"}}])
+
+    def test_an_error_answer_raises_with_its_type_and_message(self):
+        async def scenario():
+            asking = asyncio.ensure_future(self.worker.request(3, "fail", {}))
+            await asyncio.sleep(0)
+            self.worker.answered({"response": 1, "error": {"type": "TOOL_FAILED", "message": "no"}})
+            await asking
+
+        with self.assertRaises(runner.AxonCallbackError) as raised:
+            asyncio.run(scenario())
+        self.assertEqual((raised.exception.type, raised.exception.message), ("TOOL_FAILED", "no"))
+
+    def test_a_cancelled_wait_tells_axon_and_a_late_answer_is_ignored(self):
+        async def scenario():
+            asking = asyncio.ensure_future(self.worker.request(3, "wait", {}))
+            await asyncio.sleep(0)
+            asking.cancel()
+            await asyncio.gather(asking, return_exceptions=True)
+            self.worker.answered({"response": 1, "result": None})
+
+        asyncio.run(scenario())
+        self.assertEqual(self.sent.lines[-1], {"cancel_request": 1})
+
+    def test_outside_a_call_there_is_nothing_to_ask(self):
+        with self.assertRaisesRegex(LookupError, "only answered inside a call"):
+            asyncio.run(runner.axon_request("echo", {}))
 
 
 if __name__ == "__main__":
