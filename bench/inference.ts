@@ -4,6 +4,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { KeepAliveHttpClient, type HttpRequestSpec } from "./clients.js";
 import { percentile, runLoad, type Call } from "./load.js";
+import { machine } from "./machine.js";
 import type { AxonReady } from "./serve-axon.js";
 import type { UpstreamReady } from "./serve-inference-upstream.js";
 import { startServerProcess, type ServerProcess } from "./server-process.js";
@@ -59,6 +60,12 @@ function caller(client: KeepAliveHttpClient, spec: HttpRequestSpec, stream: bool
 
 type Target = "direct" | "bare relay" | "Axon";
 const processes: ServerProcess<unknown>[] = [];
+const args = process.argv.slice(2).join(" ");
+console.log(`Command: \`npm run bench:inference${args ? ` -- ${args}` : ""}\``);
+console.log(`Date: ${new Date().toISOString()}`);
+console.log(`Machine: ${machine()}`);
+// Other work on the machine takes cores from every process here; the load average before and after shows if there was any.
+console.log(`Load average at start (1 min): ${os.loadavg()[0]!.toFixed(2)}`);
 try {
   const upstream = await startServerProcess<UpstreamReady>(new URL("./serve-inference-upstream.ts", import.meta.url), { env: { BENCH_CHUNKS: String(chunkCount) } });
   processes.push(upstream);
@@ -137,7 +144,7 @@ try {
   console.log(`| p50 streamed call, to [DONE] (ms) | | ${f(median(cpu["bare relay"].p50))} | ${f(median(cpu.Axon.p50))} | |`);
   console.log(`\nRounds: latency p50 (ms) direct ${latency.direct.map((v) => f(v)).join(", ")}; relay ${latency["bare relay"].map((v) => f(v)).join(", ")}; Axon ${latency.Axon.map((v) => f(v)).join(", ")}.`);
   console.log(`CPU per chunk (µs) relay ${cpu["bare relay"].perChunk.map((v) => f(v, 2)).join(", ")}; Axon ${cpu.Axon.perChunk.map((v) => f(v, 2)).join(", ")}; streamed calls measured: relay ${cpu["bare relay"].calls}, Axon ${cpu.Axon.calls}.`);
-  console.log(`Load average ${os.loadavg().map((v) => v.toFixed(1)).join(" ")}, ${os.cpus().length} cores.`);
+  console.log(`Load average at the end (1 min): ${os.loadavg()[0]!.toFixed(2)}`);
 } finally {
   await Promise.all(processes.map((server) => server.stop()));
 }
