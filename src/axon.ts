@@ -106,6 +106,7 @@ export async function startAxon(
       access: operations.access,
       transfers: operations.transfers,
       temporaryNetworks,
+      inference: operations.inference,
       descriptor: {
         contractDigest,
         buildId: env.AXON_BUILD_ID ?? `axon-${process.env.npm_package_version ?? "dev"}`,

@@ -30,6 +30,8 @@ export interface Config {
   policyFile: string | undefined;
   admissionFile: string | undefined;
   credentialsFile: string | undefined;
+  /** `AXON_INFERENCE_FILE`: the model upstreams `/v1/chat/completions` brokers for agents. */
+  inferenceFile: string | undefined;
   /** Where new pending requests are announced (AXON_APPROVAL_WEBHOOKS_FILE). */
   approvalWebhooksFile: string | undefined;
   /** `AGENT_TOOLBOX_INFO_FILE`: extends the built-in toolbox. */
@@ -114,6 +116,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = p
     policyFile: optionalPath(projectRoot, env.AXON_POLICY_FILE),
     admissionFile: optionalPath(projectRoot, env.AXON_ADMISSION_FILE),
     credentialsFile: optionalPath(projectRoot, env.AXON_CREDENTIALS_FILE),
+    inferenceFile: optionalPath(projectRoot, env.AXON_INFERENCE_FILE),
     approvalWebhooksFile: optionalPath(projectRoot, env.AXON_APPROVAL_WEBHOOKS_FILE),
     toolboxInfoFile: optionalPath(projectRoot, env.AGENT_TOOLBOX_INFO_FILE),
     mcpInfoFile: optionalPath(projectRoot, env.AGENT_MCP_INFO_FILE || env.MCP_SERVERS_INFO_FILE),

@@ -15,6 +15,7 @@ import { OperatorService } from "../gen/axon/operator/v1/operator_pb.js";
 import type { OperationsBroker } from "../operations/broker.js";
 import type { Transfers } from "../operations/transfers/transfers.js";
 import type { TemporaryNetworks } from "../reservations/temporary-networks.js";
+import type { Inference } from "../inference/inference.js";
 import { agentOperationsService, type Descriptor } from "./agent-operations-service.js";
 import { agentService } from "./agent-service.js";
 import { operatorService } from "./operator-service.js";
@@ -43,6 +44,8 @@ export interface OperationsSurface {
   access: NetworkAccess;
   /** Temporary networks (neuro-san's reservations), kept in the database. */
   temporaryNetworks: TemporaryNetworks;
+  /** OpenAI's `/v1`: brokered models and agent networks as models. */
+  inference: Inference;
 }
 
 /** A service and its implementation. */

@@ -46,6 +46,9 @@ export const SCRIPTED_AWS_ACCESS_KEY_ID = "AKIASCRIPTED0000TEST";
  */
 export class ScriptedLlm {
   readonly requests: RecordedRequest[] = [];
+  /** What `GET …/models` answers (OpenAI's wire only), and the key each listing came with. */
+  models: string[] = [];
+  readonly modelListings: { path: string; credential?: string }[] = [];
   private handler: ScriptHandler = defaultReply;
   private replies: Reply[] = [];
   private failures: { status: number; retryAfterMs: number }[] = [];
@@ -126,6 +129,7 @@ export class ScriptedLlm {
 
   reset(): void {
     this.requests.length = 0;
+    this.modelListings.length = 0;
     this.handler = defaultReply;
     this.replies = [];
     this.failures = [];
@@ -141,6 +145,12 @@ export class ScriptedLlm {
   private async serve(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
     const wire = WIRES[this.kind];
     const path = incoming.url ?? "/";
+    if (this.kind === "openai" && incoming.method === "GET" && new URL(path, this.url).pathname.endsWith("/models")) {
+      const credential = wire.credential(incoming.headers);
+      this.modelListings.push({ path, ...(credential === undefined ? {} : { credential }) });
+      writeJson(response, 200, { object: "list", data: this.models.map((id) => ({ id, object: "model", created: 1700000000, owned_by: "scripted" })) });
+      return;
+    }
     if (incoming.method !== "POST" || !wire.matches(new URL(path, this.url).pathname)) {
       writeJson(response, 404, wire.errorBody(404));
       return;
