@@ -19,7 +19,7 @@ const AGENT_KEYS = new Set([
   "structure_formats",
 ]);
 
-const ALLOW_KEYS = new Set(["connectivity", "to_downstream", "from_downstream", "to_upstream"]);
+const ALLOW_KEYS = new Set(["connectivity", "to_downstream", "from_downstream", "to_upstream", "reservations"]);
 const ALLOW_DIRECTION_KEYS: Record<string, Set<string>> = {
   to_downstream: new Set(["sly_data"]),
   from_downstream: new Set(["sly_data", "messages"]),
@@ -32,7 +32,7 @@ const NOT_IMPLEMENTED: Record<string, string> = {
   error_fragments: "answers are not searched for error fragments; they reach the caller as they are",
   max_steps: "a chat is bounded by the network's max_iterations and max_execution_seconds instead",
   request_timeout_seconds: "a chat is bounded by max_execution_seconds and the client's own deadline instead",
-  invocation: "the agent runs only when a client chats with it",
+  invocation: "Axon reads a front man's invocation from its function block (function.invocation), for the manifest's periodic",
 };
 
 /** What only the network's top level sets in Axon, when an agent spec sets it for itself. */

@@ -19,6 +19,7 @@ import { McpConnections } from "./mcp-client/mcp-connections.js";
 import { takeMcpCredentials } from "./mcp-client/request-credentials.js";
 import type { AgentNetwork, AgentSpec } from "./agent-network.js";
 import type { AgentRegistry } from "./registry.js";
+import type { DeployTemporaryNetworks } from "./temporary-networks.js";
 import { filterSlyData } from "./sly-data.js";
 import { extractStructure } from "./structure.js";
 import { traceAgent } from "../telemetry/genai-spans.js";
@@ -36,6 +37,8 @@ export interface AgentRuntimeOptions {
   maxConcurrentChats: number;
   /** Sends an empty AGENT_PROGRESS when nothing else went out for this long; 0 = never. */
   heartbeatSeconds: number;
+  /** Where coded tools' Reservationists deploy temporary networks; without it they have none. */
+  deployTemporaryNetworks?: DeployTemporaryNetworks;
 }
 
 // A network calling `/other` calling `/other`... is bounded like any cycle.
@@ -58,6 +61,7 @@ export class AgentRuntime implements ChatRunner {
       functionOf: (name) => options.registry.get(name) && options.registry.function(name),
       runNetwork: (name, input, parent) => this.runNetwork(name, input, parent),
       logger: options.logger,
+      ...(options.deployTemporaryNetworks === undefined ? {} : { deployTemporaryNetworks: options.deployTemporaryNetworks }),
     };
   }
 

@@ -38,8 +38,10 @@ export interface GitRoutesOptions {
 }
 
 export interface GitRoutes {
-  /** Answers a Git or GitHub-webhook route and resolves true; resolves false for any other path. */
-  handle(req: HttpRequest, res: HttpResponse): Promise<boolean>;
+  /** Whether the path is one of these routes': `/git/...` or the GitHub webhook. */
+  serves(path: string): boolean;
+  /** Answers a request whose path `serves`. */
+  handle(req: HttpRequest, res: HttpResponse): Promise<void>;
 }
 
 /** Git's own challenge, so that it asks its credential helper for the Axon client secret. */
@@ -183,17 +185,13 @@ export function createGitRoutes(options: GitRoutesOptions): GitRoutes {
   }
 
   return {
+    serves: (path) => path.startsWith(GIT_PREFIX) || path === GITHUB_WEBHOOK_PATH,
     async handle(req, res) {
       const url = req.url ?? "/";
       const queryAt = url.indexOf("?");
       const path = queryAt < 0 ? url : url.slice(0, queryAt);
-      if (path === GITHUB_WEBHOOK_PATH) {
-        await receiveGitHubWebhook(req, res, hosts, credentials, logger);
-        return true;
-      }
-      if (!path.startsWith(GIT_PREFIX)) return false;
+      if (path === GITHUB_WEBHOOK_PATH) return receiveGitHubWebhook(req, res, hosts, credentials, logger);
       await serve(req, res, path, queryAt < 0 ? "" : url.slice(queryAt));
-      return true;
     },
   };
 }

@@ -39,7 +39,9 @@ import { createTransferRoutes } from "./transfer-routes.js";
 import { createGitRoutes } from "../git/git-routes.js";
 import { GitHosts } from "../git/hosts.js";
 import { systemClock } from "../operations/clock.js";
-import path from "node:path";
+import { join } from "node:path";
+import { createInferenceRoutes } from "../inference/inference-routes.js";
+import type { NativeCall } from "../operations/native-calls.js";
 import { isStrictService } from "./strict/contract.js";
 import { refuseUndecodable } from "./undecodable.js";
 import { serveWebConsole } from "./web-console.js";
@@ -123,9 +125,15 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
     logger,
     metrics,
     clock: systemClock,
-    spoolDirectory: path.join(config.dataDir, "git-spool"),
+    spoolDirectory: join(config.dataDir, "git-spool"),
     maxPushBytes: config.gitMaxPushBytes,
     shutdownSignal: shutdown.signal,
+  });
+  // The broker is a stand-in until the database opens: its native calls are looked up per call.
+  const native = { request: (call: NativeCall) => options.operations.broker.native.request(call) };
+  const inferenceRoutes = createInferenceRoutes({
+    ...{ inference: options.operations.inference, native, authenticator, metrics, logger },
+    ...{ registry: options.registry, chats: options.chats, access: options.operations.access, maxRequestBytes: config.maxRequestBytes },
   });
   let mcp: Promise<McpHandler> | undefined;
   const mcpHandler = (): Promise<McpHandler> =>
@@ -223,7 +231,9 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
       return connectUnary(req, res, rpc) ?? serveOnConnectNode(req, res, rpc);
     }
     if (path === mcpPath && config.mcpEnable) return void (await (await mcpHandler()).handle(req, res));
-    if (await gitRoutes.handle(req, res)) return;
+    if (gitRoutes.serves(path)) return void (await gitRoutes.handle(req, res));
+    // OpenAI's /v1 is no REST template's prefix: its calls, whose latency is measured against a bare relay's, skip the REST lookup.
+    if (path.startsWith("/v1/")) return void (await inferenceRoutes.handle(req, res));
     // No REST template names a transfer or a console path: REST, which most calls are, is asked first.
     if (await rest.handle(req, res)) return;
     if (await transferRoutes.handle(req, res)) return;

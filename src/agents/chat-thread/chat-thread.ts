@@ -9,9 +9,10 @@ import type { Logger } from "../../logger.js";
 import { threadEntryFile } from "../../project-root.js";
 import { AsyncQueue } from "../async-queue.js";
 import type { ChatRunner, ChatTurn } from "../chat-runner.js";
+import type { DeployTemporaryNetworks, TemporaryNetworkSpec } from "../temporary-networks.js";
 import { Batches } from "./batches.js";
 import type { ChatThreadSettings, Instruction, Report } from "./protocol.js";
-import { fromWireError } from "./wire-error.js";
+import { fromWireError, toWireError } from "./wire-error.js";
 import { traceCarrier } from "../../telemetry/thread-context.js";
 import { reportLlmCall } from "../../telemetry/llm-calls.js";
 
@@ -25,6 +26,8 @@ export interface ChatThreadOptions {
   env: NodeJS.ProcessEnv;
   /** The thread's records are written to this logger's destination, at its level. */
   logger: Logger;
+  /** Where the thread's coded tools deploy temporary networks (the server's database); without it they cannot. */
+  deployTemporaryNetworks?: DeployTemporaryNetworks;
 }
 
 /**
@@ -35,12 +38,20 @@ export interface ChatThreadOptions {
  */
 export class ChatThread implements ChatRunner {
   private thread: Promise<RunningThread> | undefined;
+  /** The temporary networks the server serves: a thread started later gets them before its first chat. */
+  private temporaryNetworks: TemporaryNetworkSpec[] = [];
 
   constructor(private readonly options: ChatThreadOptions) {}
 
   async start(turn: ChatTurn): Promise<AsyncIterable<ChatMessage>> {
     const thread = await (this.thread ??= this.spawn());
     return thread.start(turn);
+  }
+
+  /** Serves these temporary networks in the thread too; posted before any chat started after this call. */
+  setTemporaryNetworks(networks: TemporaryNetworkSpec[]): void {
+    this.temporaryNetworks = networks;
+    void this.thread?.then((thread) => thread.setTemporaryNetworks(networks), () => undefined);
   }
 
   /** Ends the thread; chats still running fail as CHAT_THREAD_ENDED. */
@@ -53,6 +64,9 @@ export class ChatThread implements ChatRunner {
   private spawn(): Promise<RunningThread> {
     const spawning = RunningThread.spawn(this.options, () => {
       if (this.thread === spawning) this.thread = undefined;
+    }).then((thread) => {
+      thread.setTemporaryNetworks(this.temporaryNetworks);
+      return thread;
     });
     spawning.catch(() => {
       if (this.thread === spawning) this.thread = undefined;
@@ -83,7 +97,7 @@ class RunningThread {
     const worker = new Worker(threadEntry, { workerData: settings, env });
     // The destination the server logger writes to: the thread's records, serialized there, join the same stream.
     const log = (logger as unknown as Record<symbol, { write(record: string): unknown }>)[symbols.streamSym]!;
-    const thread = new RunningThread(worker, log, logger, onEnd);
+    const thread = new RunningThread(worker, log, logger, onEnd, options.deployTemporaryNetworks);
     try {
       await thread.ready;
     } catch (error) {
@@ -100,8 +114,9 @@ class RunningThread {
   private constructor(
     private readonly worker: Worker,
     log: { write(record: string): unknown },
-    logger: Logger,
+    private readonly logger: Logger,
     onEnd: () => void,
+    private readonly deployTemporaryNetworks: DeployTemporaryNetworks | undefined,
   ) {
     let crash: Error | undefined;
     let readied: { resolve(): void; reject(error: Error): void };
@@ -113,6 +128,7 @@ class RunningThread {
         else if (report.kind === "ready") readied.resolve();
         else if (report.kind === "unready") readied.reject(fromWireError(report.error));
         else if (report.kind === "closed") this.closedReport();
+        else if (report.kind === "deploy-temporary-networks") this.deploy(report);
         else this.settle(report);
       }
     });
@@ -158,6 +174,10 @@ class RunningThread {
     return messages;
   }
 
+  setTemporaryNetworks(networks: TemporaryNetworkSpec[]): void {
+    if (!this.ended) this.instructions.push({ kind: "temporary-networks", networks });
+  }
+
   /** The thread first ends its Python workers: processes, which a terminated thread would leave running. */
   async close(): Promise<void> {
     if (this.ended) return;
@@ -169,7 +189,21 @@ class RunningThread {
     await this.worker.terminate();
   }
 
-  private settle(report: Exclude<Report, { kind: "log" | "llm-call" | "ready" | "unready" | "closed" }>): void {
+  /** Deploys what a tool of the thread reserved, and answers the thread once they are served (or with why not). */
+  private deploy({ request, owner, deployments }: Extract<Report, { kind: "deploy-temporary-networks" }>): void {
+    const deploy = this.deployTemporaryNetworks ?? (() => Promise.reject(new AxonError(Code.FailedPrecondition, "RESERVATIONS_UNAVAILABLE", "this process keeps no temporary networks")));
+    void deploy(owner, deployments).then(
+      (networks) => this.instructions.push({ kind: "temporary-networks-deployed", request, networks }),
+      (error: unknown) => {
+        // What the tool is told goes on to an LLM: a storage failure's own words stay in the log.
+        if (!(error instanceof AxonError)) this.logger.error({ err: error, owner }, "temporary networks could not be deployed");
+        const refusal = error instanceof AxonError ? error : new AxonError(Code.Unavailable, "TEMPORARY_NETWORKS_UNAVAILABLE", "the temporary networks could not be stored");
+        this.instructions.push({ kind: "temporary-networks-refused", request, error: toWireError(refusal) });
+      },
+    );
+  }
+
+  private settle(report: Exclude<Report, { kind: "log" | "llm-call" | "ready" | "unready" | "closed" | "deploy-temporary-networks" }>): void {
     const chat = this.chats.get(report.id);
     if (chat === undefined) return;
     switch (report.kind) {

@@ -2,6 +2,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type { Config } from "../../config.js";
 import type { Code } from "../../errors.js";
 import type { LlmCallRecord } from "../../telemetry/llm-calls.js";
+import type { DeployedNetwork, TemporaryDeployment, TemporaryNetworkSpec } from "../temporary-networks.js";
 
 /*
  * The messages between the chat thread's runner (on the serving event loop) and the thread, posted in batches
@@ -32,6 +33,11 @@ export type Instruction =
       trace: Record<string, string> | undefined;
     }
   | { kind: "cancel"; id: number }
+  /** The temporary networks to serve from now on, beside the manifest's (the whole set, each time it changes). */
+  | { kind: "temporary-networks"; networks: TemporaryNetworkSpec[] }
+  /** The answer to a `deploy-temporary-networks` report: what was deployed (and is served by then), or why not. */
+  | { kind: "temporary-networks-deployed"; request: number; networks: DeployedNetwork[] }
+  | { kind: "temporary-networks-refused"; request: number; error: WireError }
   /** The server is stopping: the thread ends what it owns outside itself (Python workers), then says `closed`. */
   | { kind: "close" };
 
@@ -47,6 +53,8 @@ export type Report =
   | { kind: "message"; id: number; message: Uint8Array }
   | { kind: "ended"; id: number }
   | { kind: "failed"; id: number; error: WireError }
+  /** A coded tool's Reservationist deploys networks: the server keeps them in its database (the thread has none). */
+  | { kind: "deploy-temporary-networks"; request: number; owner: string; deployments: TemporaryDeployment[] }
   /** A model call the thread made, for the server's GenAI metrics. */
   | { kind: "llm-call"; record: LlmCallRecord }
   /** A log record of the thread, as pino serialized it, for the server's logger. */

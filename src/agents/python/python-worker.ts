@@ -24,6 +24,8 @@ export interface CodedToolTarget {
   module: string;
   file: string;
   className: string;
+  /** The agent spec of the tool, as its network file has it: neuro-san's `agent_tool_spec`. */
+  spec?: JsonObject;
 }
 
 export interface LibraryToolTarget {
@@ -165,7 +167,7 @@ export class PythonWorker {
     const target: JsonObject =
       "library" in call
         ? { library: call.library, settings: call.settings, ...(call.tool === undefined ? {} : { tool: call.tool }), ...(call.describe ? { describe: true } : {}) }
-        : { module: call.module, file: call.file, class: call.className, sly_data: call.slyData };
+        : { module: call.module, file: call.file, class: call.className, sly_data: call.slyData, ...(call.spec === undefined ? {} : { spec: call.spec }) };
     this.send({ call: id, chat, ...target, args });
     return answer;
   }
