@@ -58,6 +58,9 @@ export interface GitExchange {
   record: GitRecord;
 }
 
+/** What an answer of Axon's own needs of an exchange: also one not yet authenticated. */
+export type Answerable = Pick<GitExchange, "req" | "res" | "record">;
+
 /** Writes `bytes` and waits while the client's socket is full; resolves false once the client has gone. */
 export async function send(exchange: GitExchange, bytes: Uint8Array): Promise<boolean> {
   const { res } = exchange;
@@ -120,12 +123,12 @@ export function finishAnswer(exchange: GitExchange): Promise<void> {
  * A plain-text failure as Git's smart-HTTP client expects one: for a ref advertisement Git shows the body's lines as
  * `remote: ...`; elsewhere it shows the status.
  */
-export function answerText(exchange: GitExchange, status: number, message: string, headers: Record<string, string> = {}): void {
+export function answerText(exchange: Answerable, status: number, message: string, headers: Record<string, string> = {}): void {
   answerWith(exchange, status, "text/plain; charset=utf-8", `axon: ${message}\n`, { "cache-control": "no-cache", ...headers });
 }
 
 /** An answer of Axon's own, complete in one write; a request body still arriving is not read to be dropped. */
-export function answerWith(exchange: GitExchange, status: number, contentType: string, body: string, headers: Record<string, string> = {}): void {
+export function answerWith(exchange: Answerable, status: number, contentType: string, body: string, headers: Record<string, string> = {}): void {
   const { res, req } = exchange;
   if (res.headersSent) return void res.destroy();
   exchange.record.bytesOut += Buffer.byteLength(body);

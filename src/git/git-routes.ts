@@ -70,7 +70,7 @@ export function createGitRoutes(options: GitRoutesOptions): GitRoutes {
     const record: GitRecord = { service: "git", bytesIn: 0, bytesOut: 0, outcome: "failed" };
     const started = performance.now();
     const route = resolveGitRoute(path, hosts);
-    const partial = { req, res, record } as GitExchange;
+    const partial = { req, res, record };
     if (route === undefined || "unknownHost" in route) {
       record.code = "not_found";
       answerText(partial, 404, route === undefined ? "no Git repository at this path (/git/<host>/<owner>/<repo>.git/...)" : `no Git host named ${route.unknownHost} is configured`);

@@ -1,9 +1,9 @@
-import { answerWith, type GitExchange } from "./git-exchange.js";
+import { answerWith, type Answerable, type GitExchange } from "./git-exchange.js";
 
 export const LFS_TYPE = "application/vnd.git-lfs+json";
 
 /** An LFS error as git-lfs reads one (`{message}`), which it prints. */
-export function answerLfs(exchange: GitExchange, status: number, message: string, headers: Record<string, string> = {}): void {
+export function answerLfs(exchange: Answerable, status: number, message: string, headers: Record<string, string> = {}): void {
   answerWith(exchange, status, LFS_TYPE, JSON.stringify({ message: `axon: ${message}` }), headers);
 }
 
