@@ -1,6 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Prisma } from "../store/database.js";
-import type { AuditBatch } from "./audit-batch.js";
+import type { AuditBatch, AuditEntry } from "./audit-batch.js";
 import { requestHash } from "./canonical-json.js";
 import type { Grants } from "./grants.js";
 import { endHeldCall, releaseGrantUse } from "./held-calls.js";
@@ -40,8 +40,24 @@ export interface NativeCallPart {
 export type NativeOutcome =
   /** The upstream accepted it; `detail` (status, bytes) goes to the audit. */
   | { ok: true; detail?: JsonObject }
-  /** The upstream refused it, or it failed before reaching the upstream. */
-  | { ok: false; code: string; message: string; detail?: JsonObject };
+  /**
+   * The upstream refused it, or it failed before reaching the upstream; or, `unknown`, it broke off after reaching
+   * the upstream, which may have acted: then a grant's use is kept, as for any outcome that cannot be proven.
+   */
+  | { ok: false; code: string; message: string; detail?: JsonObject; unknown?: boolean };
+
+export interface HoldOptions {
+  /** Aborting while the call waits (the client left, the chat was cancelled) withdraws its request. */
+  signal: AbortSignal;
+  /** Told once, with the request's id, when the call waits for an operator. */
+  onHeld?: (requestId: string) => void;
+  /**
+   * Called only when no rule nor grant lets the call go ahead at once, before its request is written: what the route
+   * knows by the time it has the whole call (a push's body digest and size) is merged into it, so that the operator
+   * approves exactly that, and the call is decided again with it.
+   */
+  beforeHeld?: () => Promise<Pick<NativeCall, "detail" | "attributes">>;
+}
 
 export interface Allowed {
   effect: "allowed";
@@ -102,9 +118,17 @@ export class NativeCalls {
    * until an operator decides, and `signal` aborting meanwhile withdraws it. The same call arriving again while it
    * waits shares its request.
    */
-  async hold(call: NativeCall, options: { signal: AbortSignal; onHeld?: (requestId: string) => void }): Promise<Allowed | Refused> {
+  async hold(call: NativeCall, options: HoldOptions): Promise<Allowed | Refused> {
     const outright = this.outright(call);
     if (outright) return outright;
+    const { submissions, holder } = this.options;
+    const granted = await submissions.writeHeld(call.clientId, submitInput(call), { holder, attributes: call.attributes, grantOnly: true });
+    if (granted) return this.allowed(granted, { grant: granted.approvalId! });
+    if (options.beforeHeld) {
+      call = { ...call, ...(await options.beforeHeld()) };
+      const now = this.outright(call);
+      if (now) return now;
+    }
     const input = submitInput(call);
     const held = (await this.twin(call, submissionHash(input))) ?? (await this.write(call, input));
     if (held.state === "executing") return this.allowed(held, { grant: held.approvalId! });
@@ -131,6 +155,11 @@ export class NativeCalls {
     if (decision.effect !== "request") throw new Error("a native call neither decided outright nor asking for approval");
     const request = { operation: call.operation, target: call.target, reason: call.summary, terms: windowTerms(decision.grantPolicy), requestHash: hash, clientRequestId: null };
     return { effect: "pending", requestId: (await grants.createPending(call.clientId, request)).grant.id };
+  }
+
+  /** An audit record of a native route's own (a webhook delivery), batched with the calls'. */
+  audit(entry: AuditEntry): void {
+    this.options.audit.add(entry);
   }
 
   /** Writes the audit records still batched. */
@@ -233,7 +262,7 @@ export class NativeCalls {
           : { state: "failed" as const, code: outcome.code, message: outcome.message };
         const written = await recordOutcome(store, holder, operation.id, ended, now);
         if (written) notifier.rowChanged(written);
-        if (!outcome.ok && operation.approvalId) await releaseGrantUse(store, operation.approvalId, operation.clientId, now);
+        if (!outcome.ok && !outcome.unknown && operation.approvalId) await releaseGrantUse(store, operation.approvalId, operation.clientId, now);
       }),
     };
   }
