@@ -139,7 +139,7 @@ export class AgentRuntime implements ChatRunner {
         time_taken_in_seconds: (performance.now() - started) / 1000,
       },
     });
-    const turns = [...history, { type: MessageType.HUMAN, text: turn.text }, { type: MessageType.AI, text: answer.text }];
+    const turns = [...history, { type: MessageType.HUMAN, text: answer.input ?? turn.text }, { type: MessageType.AI, text: answer.text }];
     session.emit({
       type: MessageType.AGENT_FRAMEWORK,
       text: answer.text,
@@ -150,11 +150,12 @@ export class AgentRuntime implements ChatRunner {
   }
 
   /** The front man's answer to `text`, shaped for whoever asked: structure split off, sly_data per `to_upstream`. */
-  private async answer(session: ChatSession, origin: Origin[], text: string, history: ChatMessage[]): Promise<NetworkAnswer> {
+  private async answer(session: ChatSession, origin: Origin[], text: string, history: ChatMessage[]): Promise<NetworkAnswer & { input?: string }> {
     const { frontMan } = session.network;
-    const reply = await new LlmAgent(session, frontMan).converse(origin, asLlmMessages(history), text);
+    const agent = new LlmAgent(session, frontMan);
+    const reply = await agent.converse(origin, asLlmMessages(history), text);
     const shaped = frontMan.structureFormats.includes("json") ? extractStructure(reply) : { text: reply };
-    return { ...shaped, slyData: filterSlyData(session.slyData, frontMan.allow?.toUpstream) };
+    return { ...shaped, slyData: filterSlyData(session.slyData, frontMan.allow?.toUpstream), ...(agent.input === undefined ? {} : { input: agent.input }) };
   }
 
   private async runNetwork(name: string, input: NetworkInput, parent: ChatSession): Promise<NetworkAnswer> {
