@@ -3,7 +3,7 @@ import { ChatMessage_ChatMessageType as MessageType, type Origin } from "../gen/
 import { AxonError } from "../errors.js";
 import type { LlmMessage, LlmTool, LlmToolCall } from "../llm/llm.js";
 import type { ChatSession } from "./chat-session.js";
-import type { AgentRun, AgentState, MiddlewareChain, ToolCallRequest } from "./middleware-chain.js";
+import { ToolFailure, type AgentRun, type AgentState, type MiddlewareChain, type ToolCallRequest } from "./middleware-chain.js";
 import { middlewareChainOf } from "./middleware/agent-middleware.js";
 import { offeredMcpTools } from "./mcp-client/mcp-tools.js";
 import type { Activation, Caller, OfferedTool, ToolCall } from "./tool-call.js";
@@ -71,7 +71,11 @@ export class LlmAgent {
       session.addUsage(response.usage);
       return response;
     }, run);
-    const callTool = chain.wrapTool((request) => this.callTool(request, caller, report), run);
+    const wrappedTool = chain.wrapTool((request) => this.callTool(request, caller, report), run);
+    const callTool = (request: ToolCallRequest) => wrappedTool(request).catch((error: unknown) => {
+      if (error instanceof ToolFailure) return error.text;
+      throw error;
+    });
 
     let next = await chain.run("beforeAgent", state, run);
     let steps = 0;
@@ -158,7 +162,7 @@ export class LlmAgent {
       // Cancellation ends the whole chat; any other failure of a tool is something the LLM can work with.
       session.signal.throwIfAborted();
       session.services.logger.warn({ err: error, tool: toolName, network: session.network.name }, "tool failed");
-      return toolErrorText(session.network, toolName, error instanceof Error ? error.message : String(error));
+      throw new ToolFailure(toolErrorText(session.network, toolName, error instanceof Error ? error.message : String(error)), error);
     }
   }
 }

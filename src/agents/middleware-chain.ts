@@ -152,6 +152,20 @@ async function attributed<T>(middleware: Middleware, hook: keyof typeof hookName
   }
 }
 
+/**
+ * A tool that failed, as the innermost tool handler reports it: a retrying wrap may try again; unhandled, its text (the
+ * error as the network formats it) is what the model gets as the tool's result.
+ */
+export class ToolFailure extends Error {
+  override readonly name = "ToolFailure";
+  constructor(
+    readonly text: string,
+    cause: unknown,
+  ) {
+    super(text, { cause });
+  }
+}
+
 export class MiddlewareFailure extends AxonError {
   constructor(middleware: string, hook: string, cause: unknown) {
     const what = cause instanceof Error ? (cause instanceof AxonError ? cause.message : `${cause.name}: ${cause.message}`) : String(cause);

@@ -1,10 +1,28 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { argumentProblems, type ArgumentProblem, type PrebuiltMiddleware } from "./middleware-args.js";
+import { contextEditingMiddleware } from "./context-editing.js";
+import { llmToolSelectorMiddleware } from "./llm-tool-selector.js";
+import { modelCallLimitMiddleware } from "./model-call-limit.js";
+import { modelFallbackMiddleware } from "./model-fallback.js";
+import { modelRetryMiddleware } from "./model-retry.js";
 import { piiMiddleware } from "./pii.js";
+import { summarizationMiddleware } from "./summarization.js";
+import { todoListMiddleware } from "./todo-list.js";
+import { toolCallLimitMiddleware } from "./tool-call-limit.js";
+import { toolRetryMiddleware } from "./tool-retry.js";
 
 /** LangChain's prebuilt middleware that Axon runs itself, by class name: networks that name them need no Python. */
 const prebuilt: Record<string, PrebuiltMiddleware> = {
   PIIMiddleware: piiMiddleware,
+  SummarizationMiddleware: summarizationMiddleware,
+  ModelCallLimitMiddleware: modelCallLimitMiddleware,
+  ToolCallLimitMiddleware: toolCallLimitMiddleware,
+  ModelFallbackMiddleware: modelFallbackMiddleware,
+  ModelRetryMiddleware: modelRetryMiddleware,
+  ToolRetryMiddleware: toolRetryMiddleware,
+  LLMToolSelectorMiddleware: llmToolSelectorMiddleware,
+  ContextEditingMiddleware: contextEditingMiddleware,
+  TodoListMiddleware: todoListMiddleware,
 };
 
 const LANGCHAIN_MIDDLEWARE = "langchain.agents.middleware.";

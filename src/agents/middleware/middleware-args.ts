@@ -23,8 +23,8 @@ export interface PrebuiltMiddleware {
   unsupported?: Record<string, string>;
   /** Problems with the arguments taken together. */
   check?(args: JsonObject): ArgumentProblem[];
-  /** One instance, for one agent activation; `args` passed `check`. */
-  make(args: JsonObject, agent: AgentSpec): Middleware;
+  /** One instance, for one agent activation; `args` passed `check`; `index` is its place in the agent's list. */
+  make(args: JsonObject, agent: AgentSpec, index: number): Middleware;
 }
 
 export const boolean: ArgumentRule = { check: (value) => (typeof value === "boolean" ? undefined : "must be true or false") };
