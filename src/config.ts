@@ -29,6 +29,8 @@ export interface Config {
   policyFile: string | undefined;
   admissionFile: string | undefined;
   credentialsFile: string | undefined;
+  /** Where new pending requests are announced (AXON_APPROVAL_WEBHOOKS_FILE). */
+  approvalWebhooksFile: string | undefined;
   /** `AGENT_TOOLBOX_INFO_FILE`: extends the built-in toolbox. */
   toolboxInfoFile: string | undefined;
   /** `AGENT_MCP_INFO_FILE` (or neuro-san's older `MCP_SERVERS_INFO_FILE`): headers per MCP server. */
@@ -105,6 +107,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = p
     policyFile: optionalPath(projectRoot, env.AXON_POLICY_FILE),
     admissionFile: optionalPath(projectRoot, env.AXON_ADMISSION_FILE),
     credentialsFile: optionalPath(projectRoot, env.AXON_CREDENTIALS_FILE),
+    approvalWebhooksFile: optionalPath(projectRoot, env.AXON_APPROVAL_WEBHOOKS_FILE),
     toolboxInfoFile: optionalPath(projectRoot, env.AGENT_TOOLBOX_INFO_FILE),
     mcpInfoFile: optionalPath(projectRoot, env.AGENT_MCP_INFO_FILE || env.MCP_SERVERS_INFO_FILE),
     llmInfoFile: optionalPath(projectRoot, env.AGENT_LLM_INFO_FILE),

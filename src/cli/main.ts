@@ -169,7 +169,15 @@ export function buildProgram(): Command {
     .option("--minutes <n>", "a window of n minutes", integer("--minutes"))
     .option("--max-uses <n>", "at most n uses", integer("--max-uses"))
     .option("--reason <text>", "why, for the audit")
-    .action(async (id: string, options: { minutes?: number; maxUses?: number; reason?: string }, command: Command) => (await operatorCommands()).decide(context(command), "approve", id, options));
+    .addOption(jsonOption("--arguments <json>", "a held tool call goes ahead with these arguments instead (where it allows an edit)"))
+    .action(async (id: string, options: { minutes?: number; maxUses?: number; reason?: string; arguments?: Record<string, unknown> }, command: Command) =>
+      (await operatorCommands()).decide(context(command), "approve", id, options),
+    );
+  operator
+    .command("get")
+    .argument("<id>", "a request id (an operation's approval_id)")
+    .description("a request, with what its operation or held call asks for")
+    .action(async (id: string, _options, command: Command) => (await operatorCommands()).getRequest(context(command), id));
   operator
     .command("deny")
     .argument("<id>", "a request id (an operation's approval_id)")

@@ -22,6 +22,16 @@ export interface DecisionOptions {
   reason?: string;
   minutes?: number;
   maxUses?: number;
+  arguments?: Record<string, unknown>;
+}
+
+/** One request, and what its linked operation (a held push's ref updates, a tool call's arguments) asks for. */
+export async function getRequest(context: CliContext, id: string): Promise<void> {
+  const request = await operatorApi(context).get(requestRoute(id));
+  if (context.json) return printJson(request);
+  printFields(request, ["id", "status", "client_id", "operation", "target", "reason", "mode", "minutes", "max_uses", "uses_remaining", "expires_at", "revision"]);
+  const linked = request.linked_operation as Json | undefined;
+  if (linked) printFields(linked, ["id", "state", "arguments"]);
 }
 
 /**
@@ -36,6 +46,7 @@ export async function decide(context: CliContext, decision: "approve" | "deny" |
     ...(options.reason === undefined ? {} : { reason: options.reason }),
     ...(options.minutes === undefined ? {} : { minutes: options.minutes }),
     ...(options.maxUses === undefined ? {} : { max_uses: options.maxUses }),
+    ...(options.arguments === undefined ? {} : { arguments: options.arguments }),
   });
   if (context.json) return printJson(decided);
   printFields(decided, ["id", "status", "client_id", "operation", "target", "mode", "minutes", "max_uses", "uses_remaining", "expires_at", "revision"]);

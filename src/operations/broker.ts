@@ -1,11 +1,15 @@
 import type { Logger } from "../logger.js";
 import type { AdmissionLimits } from "./admission.js";
+import type { ApprovalAnnouncer } from "./approval-webhooks.js";
+import { AuditBatch } from "./audit-batch.js";
 import { systemClock, type Clock } from "./clock.js";
-import { Decisions, type DecisionInput } from "./decisions.js";
+import { Decisions, type ApprovalInput, type DecisionInput } from "./decisions.js";
 import { Grants, type GrantInput } from "./grants.js";
+import { newId } from "./lifecycle.js";
+import { NativeCalls } from "./native-calls.js";
 import type { Notifier } from "./notifier.js";
 import { OwnOperations } from "./own-operations.js";
-import type { GrantTermsInput, Policy } from "./policy.js";
+import type { Policy } from "./policy.js";
 import type { ProviderRegistry } from "./providers/registry.js";
 import type { StoreClient } from "./store.js";
 import { Submissions, type SubmitInput } from "./submission.js";
@@ -26,6 +30,10 @@ export interface BrokerOptions {
   clock?: Clock;
   /** How long an approval may stay pending before it expires. */
   approvalTtlMinutes?: number;
+  /** This replica (its worker's lease): the native calls it holds end with it. */
+  replicaId?: string;
+  /** Tells the operators' webhooks of every new pending request. */
+  announcer?: Pick<ApprovalAnnouncer, "announce">;
 }
 
 /**
@@ -34,6 +42,8 @@ export interface BrokerOptions {
  * decisions, each a compare-and-swap on `revision`. It knows nothing of HTTP or gRPC; each concern lives in its file.
  */
 export class OperationsBroker {
+  /** Native routes (Git, /v1, held tool calls) are decided here, by the same policy, grants and approvals. */
+  readonly native: NativeCalls;
   private readonly submissions: Submissions;
   private readonly operations: OwnOperations;
   private readonly waits: Waits;
@@ -49,6 +59,9 @@ export class OperationsBroker {
     this.waits = new Waits({ store, notifier, operations: this.operations });
     this.grants = new Grants({ ...options, clock, approvalTtlMs });
     this.decisions = new Decisions({ store, notifier, clock });
+    const audit = new AuditBatch({ store, logger: options.logger });
+    const holder = options.replicaId ?? newId("replica");
+    this.native = new NativeCalls({ ...options, clock, approvalTtlMs, submissions: this.submissions, grants: this.grants, holder, audit });
   }
 
   submit(clientId: string, input: SubmitInput) {
@@ -104,7 +117,7 @@ export class OperationsBroker {
     return this.decisions.listRequests(operator, query);
   }
 
-  approve(operator: string, id: string, decision: DecisionInput & GrantTermsInput) {
+  approve(operator: string, id: string, decision: ApprovalInput) {
     return this.decisions.approve(operator, id, decision);
   }
 

@@ -1,4 +1,6 @@
+import type { JsonObject } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
+import { isJsonObject } from "../json.js";
 import { AxonError, invalidArgument, notFound } from "../errors.js";
 import type { Clock } from "./clock.js";
 import { isUniqueViolation } from "../store/storage-errors.js";
@@ -24,6 +26,11 @@ export interface DecisionInput {
   expectedRevision: number;
   reason?: string;
   idempotencyKey?: string;
+}
+
+/** An approval may also say what a held call goes ahead with, where the call allows an operator to edit it. */
+export interface ApprovalInput extends DecisionInput, GrantTermsInput {
+  arguments?: JsonObject;
 }
 
 /** Writes, inside a decision's transaction, that its key names it. */
@@ -76,11 +83,12 @@ export class Decisions {
   }
 
   /** Approves a pending request, possibly narrowing it; its operation becomes approved with one use reserved. */
-  approve(operator: string, id: string, decision: DecisionInput & GrantTermsInput): Promise<Decided> {
+  approve(operator: string, id: string, decision: ApprovalInput): Promise<Decided> {
     return this.keyed(operator, id, "approve", decision, (remember) => this.decide(operator, id, decision.expectedRevision, "pending", remember, async (tx, grant, now, changed) => {
+      const edit = decision.arguments === undefined ? {} : { arguments: await editedArguments(tx, grant, decision.arguments) };
       const terms = narrowGrant({ mode: grant.mode as "window" | "execution", ...(grant.minutes != null ? { minutes: grant.minutes } : {}), maxUses: grant.maxUses ?? 1 }, decision);
       const usesRemaining = terms.maxUses - (grant.operationId ? 1 : 0);
-      await driveLinkedOperation(tx, grant, now, { state: "approved" }, changed);
+      await driveLinkedOperation(tx, grant, now, { state: "approved", ...edit }, changed);
       const approved = await changeGrant(tx, grant, now, {
         status: usesRemaining > 0 ? "active" : "consumed",
         mode: terms.mode,
@@ -245,6 +253,22 @@ async function changeGrant(tx: StoreTransaction, grant: GrantRow, now: Date, cha
   });
   if (count === 0) throw new GrantChanged(grant);
   return { ...grant, ...change, revision: grant.revision + 1, updatedAt: now };
+}
+
+/**
+ * The linked call's arguments with the operator's in place of the ones it asked for: only for a held call whose detail
+ * lists "edit" among its `allowed_decisions`.
+ */
+async function editedArguments(tx: StoreTransaction, grant: GrantRow, edited: JsonObject): Promise<JsonObject> {
+  const operation = grant.operationId ? await tx.operation.findUnique({ where: { id: grant.operationId } }) : null;
+  const detail = operation?.arguments;
+  const allowed = isJsonObject(detail) && Array.isArray(detail.allowed_decisions) && detail.allowed_decisions.includes("edit");
+  if (!allowed) {
+    throw invalidArgument("ARGUMENTS_NOT_EDITABLE", "this request does not let an operator change its arguments", [
+      { field: "arguments", description: "only for a held call that allows the edit decision" },
+    ]);
+  }
+  return { ...(detail as JsonObject), arguments: edited };
 }
 
 /** The linked approval drives its operation (spec §3). */

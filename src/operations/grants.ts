@@ -6,7 +6,7 @@ import { admit, admissionError, limitsFor, windowStartOf } from "./admission.js"
 import { jsonBytes, requestHash } from "./canonical-json.js";
 import { isReasonLength, newId, recordGrant } from "./lifecycle.js";
 import { afterCursor, newestFirst, pageLimit, pageOf } from "./pages.js";
-import { decide, requestedGrantTerms } from "./policy.js";
+import { decide, requestedGrantTerms, type GrantTerms } from "./policy.js";
 import type { GrantRow } from "./store.js";
 import { idempotencyKeyPattern, maxTargetBytes, pendingTerms, type RequestOptions } from "./submission.js";
 import { admitClient, readAdmissionCounts } from "./submission-store.js";
@@ -18,6 +18,16 @@ export interface GrantInput {
   reason: string;
   minutes?: number;
   maxUses?: number;
+}
+
+/** A pending grant request as written: what it asks for, and what replays it. */
+export interface PendingGrant {
+  operation: string;
+  target: JsonObject;
+  reason: string;
+  terms: GrantTerms;
+  requestHash: string;
+  clientRequestId: string | null;
 }
 
 class AdmissionChanged extends Error {}
@@ -33,10 +43,13 @@ export class Grants {
    * submission, and pending until an operator decides. Idempotent by `client_request_id`.
    */
   async create(clientId: string, input: GrantInput): Promise<{ grant: GrantRow; created: boolean }> {
-    const { store, policy, providers, clock, notifier } = this.options;
+    const { policy, providers, clock } = this.options;
     const violations: FieldViolation[] = [];
     if (!idempotencyKeyPattern.test(input.clientRequestId)) violations.push({ field: "client_request_id", description: "1-128 characters of A-Z a-z 0-9 . _ : -" });
-    if (!providers.get(input.operation)) violations.push({ field: "operation", description: "not a registered operation type" });
+    const provider = providers.get(input.operation);
+    if (!provider) violations.push({ field: "operation", description: "not a registered operation type" });
+    // A native operation's grant is asked for by its target alone: its route brings the rest with each call.
+    if (provider?.native) violations.push(...provider.validate(input.target, {}, clientId));
     const reason = input.reason.trim();
     if (!isReasonLength(reason)) violations.push({ field: "reason", description: "1 to 2000 characters" });
     if (jsonBytes(input.target) > maxTargetBytes) violations.push({ field: "target", description: "at most 16 KiB of UTF-8 JSON" });
@@ -44,8 +57,7 @@ export class Grants {
 
     const asked = { minutes: input.minutes ?? null, max_uses: input.maxUses ?? null };
     const hash = requestHash({ operation: input.operation, target: input.target, reason, ...asked });
-    const now = clock.now();
-    const decision = decide(policy, { clientId, operation: input.operation, target: input.target, now }, []);
+    const decision = decide(policy, { clientId, operation: input.operation, target: input.target, now: clock.now() }, []);
     if (decision.effect === "deny" || decision.effect === "use_grant") {
       throw new AxonError(Code.PermissionDenied, "POLICY_DENIED", "the policy does not allow this operation", { metadata: { category: "authorization" } });
     }
@@ -59,14 +71,27 @@ export class Grants {
       ]);
     }
 
+    return this.createPending(clientId, { operation: input.operation, target: input.target, reason, terms, requestHash: hash, clientRequestId: input.clientRequestId });
+  }
+
+  /**
+   * Writes a pending request for a window grant, admitted like a submission, or replays the one its
+   * `clientRequestId` names. Without a `clientRequestId` (a native call's request), every call writes a new one.
+   */
+  async createPending(clientId: string, request: PendingGrant): Promise<{ grant: GrantRow; created: boolean }> {
+    const { store, clock, notifier } = this.options;
+    const now = clock.now();
     const clientLimits = limitsFor(this.options.admission, clientId);
     const limits = { ...clientLimits, windowStart: windowStartOf(now, clientLimits.windowSeconds) };
     for (;;) {
       try {
         const result = await store.transaction(async (tx) => {
-          const existing = await tx.grant.findUnique({ where: { clientId_clientRequestId: { clientId, clientRequestId: input.clientRequestId } } });
+          const existing =
+            request.clientRequestId === null
+              ? null
+              : await tx.grant.findUnique({ where: { clientId_clientRequestId: { clientId, clientRequestId: request.clientRequestId } } });
           if (existing) {
-            if (existing.requestHash === hash) return { grant: existing, created: false };
+            if (existing.requestHash === request.requestHash) return { grant: existing, created: false };
             throw new AxonError(Code.Aborted, "IDEMPOTENCY_CONFLICT", "this client_request_id was used for another request", {
               metadata: { category: "conflict", request_id: existing.id },
             });
@@ -81,12 +106,12 @@ export class Grants {
               id: newId("req"),
               revision: 1,
               clientId,
-              operation: input.operation,
-              target: input.target,
-              reason,
-              ...pendingTerms(terms, now, this.options.approvalTtlMs),
-              clientRequestId: input.clientRequestId,
-              requestHash: hash,
+              operation: request.operation,
+              target: request.target,
+              reason: request.reason,
+              ...pendingTerms(request.terms, now, this.options.approvalTtlMs),
+              clientRequestId: request.clientRequestId,
+              requestHash: request.requestHash,
               createdAt: now,
               updatedAt: now,
             },
@@ -94,7 +119,10 @@ export class Grants {
           await recordGrant(tx, "request.created", grant, clientId);
           return { grant, created: true };
         });
-        if (result.created) notifier.changed(result.grant.id);
+        if (result.created) {
+          notifier.changed(result.grant.id);
+          this.options.announcer?.announce({ grant: result.grant });
+        }
         return result;
       } catch (error) {
         // The same client_request_id created concurrently: the next round replays it.

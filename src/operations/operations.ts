@@ -7,8 +7,10 @@ import type { Logger } from "../logger.js";
 import type { Database } from "../store/database.js";
 import { waitForDatabase } from "../store/database-wait.js";
 import { loadAdmissionLimits } from "./admission.js";
+import { ApprovalAnnouncer, loadApprovalWebhooks } from "./approval-webhooks.js";
 import { OperationsBroker } from "./broker.js";
 import { systemClock, type Clock } from "./clock.js";
+import { newId } from "./lifecycle.js";
 import { Notifier } from "./notifier.js";
 import { OnceOpen } from "./once-open.js";
 import { loadPolicy, operationsAvailableTo } from "./policy.js";
@@ -59,12 +61,14 @@ export async function startOperations(
   const operators = await loadPrincipals(config.operatorsFile, "operator", { generateIfMissing: { names: ["admin"] }, logger });
   assertSeparateSecrets(clients.principals, operators.principals);
 
-  const [policy, admission, credentials, access] = await Promise.all([
+  const [policy, admission, credentials, access, webhooks] = await Promise.all([
     loadPolicy(config.policyFile, { projectRoot: config.projectRoot }),
     loadAdmissionLimits(config.admissionFile, { projectRoot: config.projectRoot }),
     loadCredentials(config.credentialsFile, deps.env, { projectRoot: config.projectRoot }),
     loadNetworkAccess(config.networkAccessFile, { projectRoot: config.projectRoot }),
+    loadApprovalWebhooks(config.approvalWebhooksFile, deps.env, { projectRoot: config.projectRoot }),
   ]);
+  const announcer = webhooks.length > 0 ? new ApprovalAnnouncer({ hooks: webhooks, logger }) : undefined;
   const clock = deps.clock ?? systemClock;
   const parts = { database: new OnceOpen<Database>(), broker: new OnceOpen<OperationsBroker>(), worker: new OnceOpen<ExecutionWorker>(), transfers: new OnceOpen<Transfers>() };
   let closeAssembled: (() => Promise<void>) | undefined;
@@ -87,8 +91,10 @@ export async function startOperations(
         ? await (await import("../store/replica-notifications.js")).listenToReplicas(config.databaseUrl, (message) => notifier.receivedFromReplica(message), logger)
         : undefined;
     if (replicas) notifier.publishTo((message) => replicas.publish(message));
-    const broker = new OperationsBroker({ store, policy, admission, providers, notifier, logger, clock });
+    const replicaId = newId("replica");
+    const broker = new OperationsBroker({ store, policy, admission, providers, notifier, logger, clock, replicaId, ...(announcer ? { announcer } : {}) });
     const worker = new ExecutionWorker({
+      id: replicaId,
       store: operationsStore(database, database.background),
       providers,
       notifier,
@@ -105,6 +111,8 @@ export async function startOperations(
     closeAssembled = async () => {
       clearInterval(sweeper);
       await worker.stop();
+      await broker.native.flush();
+      await announcer?.close();
       await replicas?.close();
       transfers.close();
       await database.close();
@@ -131,7 +139,7 @@ export async function startOperations(
       ...clients.generated.map((secret) => ({ ...secret, kind: "client" })),
       ...operators.generated.map((secret) => ({ ...secret, kind: "operator" })),
     ],
-    operationsFor: (clientId) => operationsAvailableTo(policy, clientId, providers.names()),
+    operationsFor: (clientId) => operationsAvailableTo(policy, clientId, providers.submittable()),
     access,
     async close() {
       waiting.stop();

@@ -24,7 +24,10 @@ export interface GrantPolicy {
   maxUses: number;
 }
 
-/** Every field must match the operation's target field: strings as `*` globs, anything else by JSON equality. */
+/**
+ * Every field must match the operation's target field: strings as `*` globs, a list of strings as globs every element
+ * of the target's list must match one of (`refs: ["refs/heads/agent/*"]`), anything else by JSON equality.
+ */
 export type TargetPattern = Readonly<Record<string, unknown>>;
 
 export interface PolicyRule {
@@ -38,6 +41,8 @@ export interface PolicyRule {
   targets?: TargetPattern[];
   /** Present on every request rule (defaulted to one-use execution grants), never on the others. */
   grantPolicy?: GrantPolicy;
+  /** The most of each attribute (`body_bytes`, `max_tokens`) a call may carry for the rule to apply to it. */
+  limits?: Readonly<Record<string, number>>;
 }
 
 export interface Policy {
@@ -71,6 +76,8 @@ export interface DecisionInput {
   target: unknown;
   /** Lets `decide` drop grants that expired between the caller's query and now. */
   now?: Date;
+  /** What rules' `limits` bound; a rule with a limit applies only to a call that carries the attribute within it. */
+  attributes?: Readonly<Record<string, number>>;
 }
 
 /** What a request rule offers the approval it creates: the defaults (`minutes`, `maxUses`) and the ceilings. */
@@ -94,13 +101,22 @@ const INT32_MAX = 2_147_483_647;
 const EXECUTION_GRANT: GrantPolicy = { mode: "execution", defaultMaxUses: 1, maxUses: 1 };
 const DEFAULT_WINDOW_MINUTES = 60;
 const DEFAULT_WINDOW_USES = 100;
+/** A held native call is approved for itself alone, unless the agent asked ahead for a window of more uses. */
+const NATIVE_APPROVAL: GrantPolicy = { mode: "window", defaultMinutes: 60, maxMinutes: 24 * 60, defaultMaxUses: 1, maxUses: DEFAULT_WINDOW_USES };
 
-/** Used when no policy file is configured: chat is open, the credential broker asks every time, the rest is denied. */
+/**
+ * Used when no policy file is configured: chat, fetches and models are open; the credential broker, every Git write
+ * and every tool call a network holds for a human ask an operator; the rest is denied.
+ */
 export const defaultPolicy: Policy = {
   files: [],
   rules: [
     { id: "builtin-agent-chat", effect: "allow", operations: ["agent.chat"] },
     { id: "builtin-http-request", effect: "request", operations: ["http.request"], grantPolicy: EXECUTION_GRANT },
+    { id: "builtin-git-read", effect: "allow", operations: ["git.fetch", "git.lfs.read"] },
+    { id: "builtin-git-write", effect: "request", operations: ["git.push.*", "git.ref.delete", "git.tag.*", "git.lfs.write"], grantPolicy: NATIVE_APPROVAL },
+    { id: "builtin-inference", effect: "allow", operations: ["inference.*"] },
+    { id: "builtin-tool-call", effect: "request", operations: ["agent.tool_call"], grantPolicy: EXECUTION_GRANT },
   ],
 };
 
@@ -113,8 +129,9 @@ export const defaultPolicy: Policy = {
  * so the most perishable use goes before a longer-lived one.
  *
  * A window grant matches when it belongs to the client, names the same operation, and was approved for a target
- * semantically equal to this one (canonical JSON). Grant targets are exact, never globs: an operator approves the target
- * they were shown, and a `*` an agent wrote into it is just a character.
+ * semantically equal to this one (canonical JSON), a list in it covering any of its own elements (`grantCovers`). Grant
+ * targets are exact, never globs: an operator approves the target they were shown, and a `*` an agent wrote into it
+ * is just a character.
  */
 export function decide(policy: Policy, input: DecisionInput, activeWindowGrants: readonly GrantView[]): Decision {
   const applicable = policy.rules.filter((rule) => ruleApplies(rule, input));
@@ -152,8 +169,17 @@ function ruleApplies(rule: PolicyRule, input: DecisionInput): boolean {
   return (
     clientMatches(rule, input.clientId) &&
     rule.operations.some((glob) => globMatches(glob, input.operation)) &&
-    (rule.targets === undefined || rule.targets.some((pattern) => targetMatches(pattern, input.target)))
+    (rule.targets === undefined || rule.targets.some((pattern) => targetMatches(pattern, input.target))) &&
+    (rule.limits === undefined || withinLimits(rule.limits, input.attributes ?? {}))
   );
+}
+
+/** A limit the call does not carry the attribute for is not met: a bound is never assumed to hold. */
+function withinLimits(limits: Readonly<Record<string, number>>, attributes: Readonly<Record<string, number>>): boolean {
+  return Object.entries(limits).every(([name, most]) => {
+    const value = attributes[name];
+    return value !== undefined && value <= most;
+  });
 }
 
 function clientMatches(rule: PolicyRule, clientId: string): boolean {
@@ -167,7 +193,29 @@ export function targetMatches(pattern: TargetPattern, target: unknown): boolean 
     if (!Object.hasOwn(target, field)) return false;
     const actual = target[field];
     if (typeof expected === "string") return typeof actual === "string" && globMatches(expected, actual);
+    if (isStringList(expected)) return isStringList(actual) && actual.every((item) => expected.some((glob) => globMatches(glob, item)));
     return semanticallyEqual(expected, actual);
+  });
+}
+
+function isStringList(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((item) => typeof item === "string");
+}
+
+/**
+ * A grant approved for `granted` covers a call on `target`: the same fields, equal, except that a list of strings
+ * in the grant covers any call whose list holds only its elements (a push of some of the refs it was approved for).
+ */
+export function grantCovers(granted: unknown, target: unknown): boolean {
+  if (!isJsonObject(granted) || !isJsonObject(target)) return semanticallyEqual(granted, target);
+  const fields = Object.keys(granted);
+  if (fields.length !== Object.keys(target).length) return false;
+  return fields.every((field) => {
+    if (!Object.hasOwn(target, field)) return false;
+    const allowed = granted[field];
+    const actual = target[field];
+    if (isStringList(allowed) && isStringList(actual)) return actual.every((item) => allowed.includes(item));
+    return semanticallyEqual(allowed, actual);
   });
 }
 
@@ -205,7 +253,7 @@ function windowGrantMatches(grant: GrantView, input: DecisionInput): boolean {
   if (grant.status !== undefined && grant.status !== "active") return false;
   if (grant.usesRemaining !== undefined && grant.usesRemaining !== null && grant.usesRemaining <= 0) return false;
   if (input.now && grant.expiresAt && grant.expiresAt.getTime() <= input.now.getTime()) return false;
-  return semanticallyEqual(grant.target, input.target);
+  return grantCovers(grant.target, input.target);
 }
 
 function bySoonestExpiry(left: GrantView, right: GrantView): number {
@@ -361,7 +409,7 @@ export function parsePolicy(document: unknown, file: string): PolicyRule[] {
   return rules.map((raw, index) => {
     const key = `rules[${index}]`;
     if (!isJsonObject(raw)) return fail(key, "must be an object");
-    onlyKeys(raw, ["id", "effect", "clients", "operations", "targets", "grant_policy"], key, fail);
+    onlyKeys(raw, ["id", "effect", "clients", "operations", "targets", "grant_policy", "limits"], key, fail);
 
     const id = raw.id;
     if (typeof id !== "string" || id.trim() === "") return fail(`${key}.id`, "must be a non-empty string");
@@ -383,6 +431,7 @@ export function parsePolicy(document: unknown, file: string): PolicyRule[] {
         isJsonObject(pattern) ? pattern : fail(`${key}.targets[${patternIndex}]`, "must be an object of target fields"),
       );
     }
+    if (raw.limits !== undefined) rule.limits = parseLimits(raw.limits, `${key}.limits`, fail);
     if (raw.grant_policy !== undefined) {
       if (effect !== "request") return fail(`${key}.grant_policy`, "only request rules take a grant policy");
       rule.grantPolicy = parseGrantPolicy(raw.grant_policy, `${key}.grant_policy`, fail);
@@ -427,6 +476,15 @@ function parseGrantPolicy(raw: unknown, key: string, fail: Fail): GrantPolicy {
   if (minutes > mostMinutes) return fail(`${key}.default_minutes`, `must not exceed max_minutes (${mostMinutes})`);
   if (uses > mostUses) return fail(`${key}.default_max_uses`, `must not exceed max_uses (${mostUses})`);
   return { mode: "window", defaultMinutes: minutes, maxMinutes: mostMinutes, defaultMaxUses: uses, maxUses: mostUses };
+}
+
+function parseLimits(raw: unknown, key: string, fail: Fail): Record<string, number> {
+  if (!isJsonObject(raw) || Object.keys(raw).length === 0) return fail(key, "must be an object of attribute names and their largest values (body_bytes, max_tokens)");
+  return Object.fromEntries(
+    Object.entries(raw).map(([name, value]) =>
+      typeof value === "number" && Number.isSafeInteger(value) && value >= 0 ? [name, value] : fail(`${key}.${name}`, "must be a whole number of 0 or more"),
+    ),
+  );
 }
 
 function globList(raw: unknown, key: string, fail: Fail): string[] {

@@ -1,6 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Logger } from "../logger.js";
 import type { Clock } from "./clock.js";
+import { endHeldCall } from "./held-calls.js";
 import { transition } from "./lifecycle.js";
 import type { Notifier } from "./notifier.js";
 import { recordOutcome } from "./outcomes.js";
@@ -69,6 +70,21 @@ export class ReplicaLease {
   }
 
   /**
+   * Native calls a lapsed replica held open waiting for an operator: their connection went with it, so they can no
+   * longer go ahead, and an approval given now would approve nothing. They fail, with their pending approval.
+   */
+  private async endAbandonedCalls(holders: string[]): Promise<void> {
+    const { store, clock, notifier, logger, id } = this.options;
+    const left = await store.operation.findMany({ where: { state: { in: ["pending", "approved"] }, claimedBy: { notIn: holders }, NOT: { claimedBy: null } } });
+    for (const operation of left) {
+      const ended = await endHeldCall(store, operation, { ...abandoned, actor: id }, clock.now());
+      if (!ended) continue;
+      logger.info({ operation_id: operation.id, left_by: operation.claimedBy }, "ended a native call its replica left waiting");
+      notifier.rowChanged(ended);
+    }
+  }
+
+  /**
    * Operations left executing by a replica that no longer holds a lease (or by none: claimed before leases existed)
    * are taken over by a compare-and-swap, so exactly one replica reconciles each.
    */
@@ -96,9 +112,13 @@ export class ReplicaLease {
       const written = await recordOutcome(store, id, operation.id, outcome, clock.now());
       if (written) notifier.rowChanged(written);
     }
+    await this.endAbandonedCalls(holders);
     await store.replica.deleteMany({ where: { heartbeatAt: { lt: lapsedBefore }, id: { not: id } } });
   }
 }
+
+/** How a held native call ends when the replica keeping its connection is gone: nothing of it was forwarded. */
+const abandoned = { state: "failed", errorCode: "native_call_interrupted", errorMessage: "the replica holding the call stopped before it went ahead" } as const;
 
 export function toExecute(operation: OperationRow): OperationToExecute {
   return {

@@ -17,7 +17,7 @@ export type SubmissionLimits = ClientLimits & GlobalLimits & { windowStart: Date
 
 /** The rows a submission writes, decided beforehand (policy, presentation); the store only admits and writes them. */
 export interface PlannedSubmission {
-  operation: Omit<OperationRow, "result" | "claimedBy" | "claimedAt" | "recoveredBy">;
+  operation: Omit<OperationRow, "result" | "recoveredBy">;
   /** A request: the pending approval created with the operation. */
   approval?: Omit<GrantRow, "clientRequestId" | "requestHash" | "decidedBy" | "decisionReason" | "usedCount">;
   /** A matching window grant, as the policy saw it: one of its uses is taken, or nothing is written. */
@@ -278,6 +278,8 @@ const operationColumns = columnsOf<PlannedSubmission["operation"]>({
   updatedAt: "time",
   terminalAt: "time",
   traceContext: "value",
+  claimedBy: "value",
+  claimedAt: "time",
 });
 
 const grantColumns = columnsOf<NonNullable<PlannedSubmission["approval"]>>({

@@ -3,10 +3,11 @@ import { Code } from "@connectrpc/connect";
 import { AxonError, invalidArgument, type FieldViolation } from "../errors.js";
 import { admit, admissionError, limitsFor, windowStartOf, type AdmissionLimits } from "./admission.js";
 import { jsonBytes, requestHash } from "./canonical-json.js";
+import type { ApprovalAnnouncer } from "./approval-webhooks.js";
 import type { Clock } from "./clock.js";
 import { isReasonLength, newId } from "./lifecycle.js";
 import type { Notifier } from "./notifier.js";
-import { decide, requestedGrantTerms, type Decision, type GrantTerms, type Policy } from "./policy.js";
+import { decide, requestedGrantTerms, type Decision, type DecisionInput, type GrantTerms, type Policy } from "./policy.js";
 import type { Provider } from "./providers/provider.js";
 import type { ProviderRegistry } from "./providers/registry.js";
 import type { GrantRow, OperationRow, StoreClient } from "./store.js";
@@ -31,6 +32,17 @@ export interface RequestOptions {
   clock: Clock;
   /** How long an approval may stay pending before it expires. */
   approvalTtlMs: number;
+  /** Tells the operators' webhooks of every new pending request. */
+  announcer?: Pick<ApprovalAnnouncer, "announce"> | undefined;
+}
+
+export interface HeldCallOptions {
+  /** The replica whose route executes the call. */
+  holder: string;
+  /** What rules' `limits` bound. */
+  attributes?: Readonly<Record<string, number>> | undefined;
+  /** Written only if a window grant covers it. */
+  grantOnly?: boolean;
 }
 
 /** The policy's decision, with the window grant it would use as it was read. */
@@ -68,6 +80,8 @@ export function approvedOperation(
     updatedAt: now,
     terminalAt: null,
     traceContext: traceContextToStore(),
+    claimedBy: null,
+    claimedAt: null,
   };
 }
 
@@ -99,29 +113,72 @@ export class Submissions {
   private async submitted(clientId: string, input: SubmitInput): Promise<{ operation: OperationRow; created: boolean }> {
     const { provider, reason } = this.validate(clientId, input);
     const request = { ...input, reason };
-    const hash = requestHash({ operation: request.operation, target: request.target, arguments: request.arguments, reason });
+    const hash = submissionHash(request);
     for (let attempt = 1; ; attempt++) {
       const replayed = await this.replay(clientId, request.idempotencyKey, hash);
       if (replayed) return { operation: replayed, created: false };
 
       const now = this.options.clock.now();
-      const plan = await this.plan(clientId, request, hash, provider, now);
-      const outcome = await writeSubmission(this.options.store, plan);
-      if (outcome.kind === "created") {
-        this.options.notifier.created(plan.operation.id, plan.operation.state);
-        return { operation: { ...plan.operation, result: null, claimedBy: null, claimedAt: null, recoveredBy: null }, created: true };
-      }
+      const decision = await traceSubmissionStep("policy decision", {}, () => this.decide(clientId, request, now), (decided) => ({ "axon.policy.effect": decided.effect }));
+      const written = await this.write(clientId, this.plan(clientId, request, hash, provider, now, decision), attempt);
       // A concurrent duplicate won the key: the next round replays it.
-      if (outcome.kind === "duplicate") continue;
-      const admission = admit(this.options.admission, clientId, outcome.counts, now, plan.limits.windowStart);
-      if (!admission.admitted) {
-        await this.options.store.auditRecord.create({
-          data: { actor: clientId, actorKind: "client", action: "operation.refused", category: "rate_limited", detail: { reason: admission.reason, operation: request.operation } },
-        });
-        throw admissionError(admission);
-      }
-      if (attempt === maxAttempts) throw new Error(`submission neither written nor refused after ${maxAttempts} attempts`);
+      if (written) return { operation: written, created: true };
     }
+  }
+
+  /**
+   * A native call's operation (see NativeCalls), as the policy decides it now: written for `holder`, the replica whose
+   * route executes it, so the worker never claims it. A window grant's use makes it executing at once; a request,
+   * pending with its approval, unless `grantOnly` (a call that cannot wait): then nothing is written and it resolves
+   * undefined. No key replays it: the holder finds its pending calls itself.
+   */
+  async writeHeld(clientId: string, input: SubmitInput, options: HeldCallOptions & { grantOnly: true }): Promise<OperationRow | undefined>;
+  async writeHeld(clientId: string, input: SubmitInput, options: HeldCallOptions): Promise<OperationRow>;
+  async writeHeld(clientId: string, input: SubmitInput, options: HeldCallOptions): Promise<OperationRow | undefined> {
+    const { holder, attributes, grantOnly } = options;
+    const provider = this.options.providers.get(input.operation);
+    if (!provider?.native) throw new Error(`${input.operation} is not a native operation`);
+    const hash = submissionHash(input);
+    for (let attempt = 1; ; attempt++) {
+      const now = this.options.clock.now();
+      const decision = await decideWithGrants(this.options, { clientId, operation: input.operation, target: input.target, now, ...(attributes ? { attributes } : {}) });
+      if (grantOnly && decision.effect !== "use_grant") return undefined;
+      const plan = this.plan(clientId, input, hash, provider, now, decision);
+      plan.operation.claimedBy = holder;
+      plan.operation.claimedAt = now;
+      if (decision.effect === "use_grant") {
+        plan.operation.state = "executing";
+        plan.kind = "operation.executing";
+      }
+      const written = await this.write(clientId, plan, attempt);
+      if (written) return written;
+    }
+  }
+
+  /**
+   * Writes a planned submission: the operation as written, or undefined when it should be decided again (its key
+   * was taken meanwhile, or what it decided on changed); throws when admission refuses it.
+   */
+  private async write(clientId: string, plan: PlannedSubmission, attempt: number): Promise<OperationRow | undefined> {
+    const outcome = await writeSubmission(this.options.store, plan);
+    if (outcome.kind === "created") {
+      this.options.notifier.created(plan.operation.id, plan.operation.state);
+      if (plan.approval) {
+        const native = this.options.providers.get(plan.operation.operation)?.native === true;
+        this.options.announcer?.announce({ grant: plan.approval, operation: { ...plan.operation, native } });
+      }
+      return { ...plan.operation, result: null, recoveredBy: null };
+    }
+    if (outcome.kind === "duplicate") return undefined;
+    const admission = admit(this.options.admission, clientId, outcome.counts, plan.operation.createdAt, plan.limits.windowStart);
+    if (!admission.admitted) {
+      await this.options.store.auditRecord.create({
+        data: { actor: clientId, actorKind: "client", action: "operation.refused", category: "rate_limited", detail: { reason: admission.reason, operation: plan.operation.operation } },
+      });
+      throw admissionError(admission);
+    }
+    if (attempt === maxAttempts) throw new Error(`submission neither written nor refused after ${maxAttempts} attempts`);
+    return undefined;
   }
 
   /**
@@ -146,9 +203,8 @@ export class Submissions {
     });
   }
 
-  /** The rows this submission would write, as the policy decides them now. */
-  private async plan(clientId: string, request: SubmitInput, hash: string, provider: Provider, now: Date): Promise<PlannedSubmission> {
-    const decision = await traceSubmissionStep("policy decision", {}, () => this.decide(clientId, request, now), (decided) => ({ "axon.policy.effect": decided.effect }));
+  /** The rows this submission writes, as the policy decided them. */
+  private plan(clientId: string, request: SubmitInput, hash: string, provider: Provider, now: Date, decision: SubmissionDecision): PlannedSubmission {
     const limits = limitsFor(this.options.admission, clientId);
     const presentation = provider.present(request.target, request.arguments);
     const operation = approvedOperation({
@@ -208,21 +264,8 @@ export class Submissions {
     }
   }
 
-  /**
-   * The policy's decision. Window grants are looked up only when the policy would otherwise ask for approval: deny
-   * beats a grant, and under an allow rule a grant changes nothing but the use it would spend.
-   */
-  private async decide(clientId: string, request: SubmitInput, now: Date): Promise<SubmissionDecision> {
-    const { policy, store } = this.options;
-    const input = { clientId, operation: request.operation, target: request.target, now };
-    // Without grants to consider, the policy never answers use_grant.
-    const decision = decide(policy, input, []) as Exclude<Decision, { effect: "use_grant" }>;
-    if (decision.effect !== "request") return decision;
-    const windowGrants = await store.grant.findMany({ where: { clientId, operation: request.operation, status: "active", mode: "window" } });
-    const withGrants = windowGrants.length === 0 ? decision : decide(policy, input, windowGrants);
-    if (withGrants.effect !== "use_grant") return withGrants;
-    // The grant as read: its use is taken only if nobody changed it since.
-    return { effect: "use_grant", grant: windowGrants.find((grant) => grant.id === withGrants.grantId)! };
+  private decide(clientId: string, request: SubmitInput, now: Date): Promise<SubmissionDecision> {
+    return decideWithGrants(this.options, { clientId, operation: request.operation, target: request.target, now });
   }
 
   private validate(clientId: string, input: SubmitInput) {
@@ -238,8 +281,34 @@ export class Submissions {
     if (jsonBytes(input.arguments) > maxArgumentsBytes) violations.push({ field: "arguments", description: "at most 1 MiB of UTF-8 JSON" });
     const provider = this.options.providers.get(input.operation);
     if (!provider && input.operation.length > 0) violations.push({ field: "operation", description: "not a registered operation type" });
+    if (provider?.native) {
+      throw invalidArgument("NATIVE_OPERATION", `${input.operation} is not submitted: it happens through its native route`, [
+        { field: "operation", description: "used through its native route (Git, /v1, a network's tool call), not submitted" },
+      ]);
+    }
     if (provider && violations.length === 0) violations.push(...provider.validate(input.target, input.arguments, clientId));
     if (violations.length > 0 || !provider) throw invalidArgument("INVALID_OPERATION", "the operation request is invalid", violations);
     return { provider, reason };
   }
+}
+
+/**
+ * The policy's decision. Window grants are looked up only when the policy would otherwise ask for approval: deny
+ * beats a grant, and under an allow rule a grant changes nothing but the use it would spend.
+ */
+export async function decideWithGrants(options: Pick<RequestOptions, "policy" | "store">, input: DecisionInput): Promise<SubmissionDecision> {
+  const { policy, store } = options;
+  // Without grants to consider, the policy never answers use_grant.
+  const decision = decide(policy, input, []) as Exclude<Decision, { effect: "use_grant" }>;
+  if (decision.effect !== "request") return decision;
+  const windowGrants = await store.grant.findMany({ where: { clientId: input.clientId, operation: input.operation, status: "active", mode: "window" } });
+  const withGrants = windowGrants.length === 0 ? decision : decide(policy, input, windowGrants);
+  if (withGrants.effect !== "use_grant") return withGrants;
+  // The grant as read: its use is taken only if nobody changed it since.
+  return { effect: "use_grant", grant: windowGrants.find((grant) => grant.id === withGrants.grantId)! };
+}
+
+/** What a replay must match (semantic JSON equality), and what makes two native calls the same call. */
+export function submissionHash(input: Pick<SubmitInput, "operation" | "target" | "arguments" | "reason">): string {
+  return requestHash({ operation: input.operation, target: input.target, arguments: input.arguments, reason: input.reason });
 }

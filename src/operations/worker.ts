@@ -31,6 +31,8 @@ export interface WorkerOptions {
    * lease has lapsed are reconciled by another one; a live replica's are never touched.
    */
   leaseMs?: number;
+  /** The replica's id, when something else must know it first (the native calls this replica holds). */
+  id?: string;
 }
 
 const defaultLeaseMs = 15_000;
@@ -49,7 +51,7 @@ const maxRetryMs = 5_000;
  * every failure is logged and retried, none ends the process.
  */
 export class ExecutionWorker {
-  readonly id = newId("replica");
+  readonly id: string;
   private readonly running = new Set<Promise<void>>();
   private readonly stopping = new AbortController();
   private readonly leaseMs: number;
@@ -58,6 +60,7 @@ export class ExecutionWorker {
   private loops: Promise<void>[] = [];
 
   constructor(private readonly options: WorkerOptions) {
+    this.id = options.id ?? newId("replica");
     this.leaseMs = options.leaseMs ?? defaultLeaseMs;
     // A replica stopping leaves what it took over to the next one (its lease ends with it) rather than half-sending it.
     const replay = (operation: OperationRow): void => {
@@ -126,7 +129,10 @@ export class ExecutionWorker {
     }
   }
 
-  /** Up to `room` of the longest-approved operations, moved to executing under this replica, in one statement. */
+  /**
+   * Up to `room` of the longest-approved operations, moved to executing under this replica, in one statement. An
+   * approved operation that already has a holder is a native call its route executes: never the worker's.
+   */
   private async claim(room: number): Promise<OperationRow[]> {
     const { store, clock, notifier } = this.options;
     const now = clock.now();
@@ -136,9 +142,9 @@ export class ExecutionWorker {
     const claimed = await queryRows<OperationRow>(
       store,
       Prisma.sql`
-      WITH picked AS MATERIALIZED (SELECT "id" FROM "Operation" WHERE "state" = 'approved' ORDER BY "updatedAt" LIMIT ${room} ${skipLocked})
+      WITH picked AS MATERIALIZED (SELECT "id" FROM "Operation" WHERE "state" = 'approved' AND "claimedBy" IS NULL ORDER BY "updatedAt" LIMIT ${room} ${skipLocked})
       UPDATE "Operation" SET "state" = 'executing', "claimedBy" = ${this.id}, "claimedAt" = ${now}, "updatedAt" = ${now}, "revision" = "revision" + 1
-      WHERE "state" = 'approved' AND "id" IN (SELECT "id" FROM picked)
+      WHERE "state" = 'approved' AND "claimedBy" IS NULL AND "id" IN (SELECT "id" FROM picked)
       RETURNING *`,
     );
     for (const operation of claimed) notifier.rowChanged(operation);

@@ -22,7 +22,8 @@ export function operatorService(broker: OperationsBroker): ServiceImpl<typeof Op
     },
 
     async approveRequest(request, context) {
-      return answer(await broker.approve(operatorOf(context), request.id, { ...decisionOf(request), ...approvalTerms(request) }));
+      const edited = request.arguments === undefined ? {} : { arguments: request.arguments };
+      return answer(await broker.approve(operatorOf(context), request.id, { ...decisionOf(request), ...approvalTerms(request), ...edited }));
     },
 
     async denyRequest(request, context) {

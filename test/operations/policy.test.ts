@@ -198,8 +198,8 @@ describe("rule matching", () => {
   });
 
   it("non-string pattern fields match by JSON equality and strings never match non-strings", () => {
-    expect(targetMatches({ port: 443, tags: ["a", "b"], opts: { x: 1 } }, { port: 443.0, tags: ["a", "b"], opts: { x: 1 } })).toBe(true);
-    expect(targetMatches({ tags: ["a", "b"] }, { tags: ["b", "a"] })).toBe(false);
+    expect(targetMatches({ port: 443, sizes: [1, 2], opts: { x: 1 } }, { port: 443.0, sizes: [1, 2], opts: { x: 1 } })).toBe(true);
+    expect(targetMatches({ sizes: [1, 2] }, { sizes: [2, 1] })).toBe(false);
     expect(targetMatches({ port: "*" }, { port: 443 })).toBe(false);
     expect(targetMatches({ port: 443 }, { port: "443" })).toBe(false);
   });
@@ -213,6 +213,42 @@ describe("rule matching", () => {
     const rule: PolicyRule = { id: "two", effect: "allow", operations: ["http.request"], targets: [{ path: "/a" }, { path: "/repos/*" }] };
     expect(decide(policy(rule), alice, []).effect).toBe("allow");
     expect(decide(policy(rule), { ...alice, target: { credential: "github", path: "/b" } }, []).effect).toBe("deny");
+  });
+});
+
+describe("lists and limits", () => {
+  const repo = { kind: "repo", host: "github", owner: "o", name: "r" };
+  const push = (refs: string[]) => ({ clientId: "alice", operation: "git.push.force", target: { ...repo, refs } });
+
+  it("a pattern's list of globs matches a target list only when every element matches one of them", () => {
+    const pattern = { kind: "repo", refs: ["refs/heads/agent/*", "refs/tags/v*"] };
+    expect(targetMatches(pattern, push(["refs/heads/agent/a", "refs/tags/v1"]).target)).toBe(true);
+    expect(targetMatches(pattern, push(["refs/heads/agent/a", "refs/heads/main"]).target)).toBe(false);
+    expect(targetMatches(pattern, { ...repo, refs: "refs/heads/agent/a" })).toBe(false);
+  });
+
+  it("a window grant covers calls on some of the refs it was approved for, and no other", () => {
+    const grant = windowGrant({ operation: "git.push.force", target: { ...repo, refs: ["refs/heads/a", "refs/heads/b"] } });
+    const request = policy({ id: "ask", effect: "request", operations: ["git.*"] });
+    expect(decide(request, push(["refs/heads/b"]), [grant])).toEqual({ effect: "use_grant", grantId: "grant_1" });
+    expect(decide(request, push(["refs/heads/a", "refs/heads/b"]), [grant]).effect).toBe("use_grant");
+    expect(decide(request, push(["refs/heads/a", "refs/heads/c"]), [grant]).effect).toBe("request");
+    expect(decide(request, { ...push(["refs/heads/a"]), target: { ...repo, owner: "x", refs: ["refs/heads/a"] } }, [grant]).effect).toBe("request");
+  });
+
+  it("a rule with limits applies only to a call carrying each attribute within them", () => {
+    const rules = policy({ id: "small", effect: "allow", operations: ["inference.chat"], limits: { max_tokens: 512, body_bytes: 4096 } });
+    const call = { clientId: "alice", operation: "inference.chat", target: { kind: "model" } };
+    expect(decide(rules, { ...call, attributes: { max_tokens: 512, body_bytes: 10 } }, []).effect).toBe("allow");
+    expect(decide(rules, { ...call, attributes: { max_tokens: 513, body_bytes: 10 } }, []).effect).toBe("deny");
+    expect(decide(rules, { ...call, attributes: { body_bytes: 10 } }, []).effect).toBe("deny");
+    expect(parsePolicy({ rules: [{ id: "a", effect: "allow", operations: ["x"], limits: { max_tokens: 0 } }] }, "f")[0]!.limits).toEqual({ max_tokens: 0 });
+  });
+
+  it("the default lets fetches and models through and holds every Git write and held tool call for an operator", () => {
+    const effect = (operation: string) => decide(defaultPolicy, { clientId: "alice", operation, target: {} }, []).effect;
+    expect(["git.fetch", "git.lfs.read", "inference.chat", "inference.models.list"].map(effect)).toEqual(["allow", "allow", "allow", "allow"]);
+    expect(["git.push.force", "git.push.fast_forward", "git.ref.delete", "git.tag.create", "git.lfs.write", "agent.tool_call"].map(effect)).toEqual(Array(6).fill("request"));
   });
 });
 
@@ -438,6 +474,8 @@ describe("loading a policy file", () => {
     ["uses above their maximum", { rules: [{ id: "a", effect: "request", operations: ["x"], grant_policy: { mode: "window", default_max_uses: 9, max_uses: 3 } }] }, "rules[0].grant_policy.default_max_uses", "max_uses"],
     ["a zero limit", { rules: [{ id: "a", effect: "request", operations: ["x"], grant_policy: { mode: "window", max_minutes: 0 } }] }, "rules[0].grant_policy.max_minutes", "whole number"],
     ["an unknown grant policy key", { rules: [{ id: "a", effect: "request", operations: ["x"], grant_policy: { mode: "window", minutes: 5 } }] }, "rules[0].grant_policy.minutes", "not a known key"],
+    ["empty limits", { rules: [{ id: "a", effect: "allow", operations: ["x"], limits: {} }] }, "rules[0].limits", "attribute names"],
+    ["a limit that is not a whole number", { rules: [{ id: "a", effect: "allow", operations: ["x"], limits: { max_tokens: 1.5 } }] }, "rules[0].limits.max_tokens", "whole number"],
   ];
   it.each(invalid)("refuses %s, naming the file and the key", (_what, document, key, reason) => {
     let thrown: unknown;

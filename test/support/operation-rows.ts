@@ -23,6 +23,8 @@ export function operationRow<Fields extends Partial<OperationRow>>(id: string, f
     updatedAt: now,
     terminalAt: null as Date | null,
     traceContext: null as string | null,
+    claimedBy: null as string | null,
+    claimedAt: null as Date | null,
   };
-  return { ...row, ...(fields as Fields) } satisfies Omit<OperationRow, "result" | "claimedBy" | "claimedAt" | "recoveredBy">;
+  return { ...row, ...(fields as Fields) } satisfies Omit<OperationRow, "result" | "recoveredBy">;
 }

@@ -35,6 +35,11 @@ export interface ExecutionContext {
  */
 export interface Provider {
   readonly operation: string;
+  /**
+   * An operation of a native route (Git, OpenAI's /v1, a held tool call): decided through `NativeCalls` and executed
+   * by its route, never submitted by an agent nor claimed by the worker.
+   */
+  readonly native?: boolean;
   /** Field violations of target and arguments (field paths like `target.path`) for this client; empty when valid. */
   validate(target: JsonObject, args: JsonObject, clientId: string): FieldViolation[];
   present(target: JsonObject, args: JsonObject): Presentation;

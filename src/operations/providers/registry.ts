@@ -23,4 +23,9 @@ export class ProviderRegistry {
   names(): string[] {
     return [...this.providers.keys()];
   }
+
+  /** The operations an agent submits (the descriptor's and MCP's list): all but the native routes' own. */
+  submittable(): string[] {
+    return [...this.providers.values()].filter((provider) => !provider.native).map((provider) => provider.operation);
+  }
 }
