@@ -50,6 +50,6 @@ export interface LlmResponse {
   text: string;
   toolCalls: LlmToolCall[];
   usage: LlmUsage;
-  /** The model that actually answered (a fallback may have). */
+  /** The model that actually answered, as the provider names it (a fallback may have; a dated snapshot of the one asked for). */
   model: string;
 }
