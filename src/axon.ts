@@ -8,6 +8,7 @@ import { startOperations, type Operations } from "./operations/operations.js";
 import { contractDigest } from "./server/descriptors.js";
 import { HealthState } from "./server/health.js";
 import { startServer, type AxonServer } from "./server/server.js";
+import { toolCallHolds } from "./operations/providers/agent-tool-call.js";
 
 export interface Axon {
   server: AxonServer;
@@ -50,6 +51,8 @@ export async function startAxon(
     throw error;
   });
   if (config.manifestUpdatePeriodSeconds > 0) registry.watch(config.manifestUpdatePeriodSeconds);
+  // Tool calls an agent's HumanInTheLoopMiddleware interrupts wait, in the chat thread, for an operator's decision here.
+  chatThread?.holdToolCallsWith(toolCallHolds(() => operations.broker.native));
   if (operations.access.isOpen) logger.info("no AXON_NETWORK_ACCESS_FILE: every agent network is open to every caller");
   else logger.info({ file: operations.access.source }, "agent networks are granted per principal");
   const tokens = config.jwt && (await JwtVerifier.create(config.jwt, { logger }));

@@ -6,6 +6,7 @@ import type { CodedToolLoader } from "./coded-tools.js";
 import type { McpConnections } from "./mcp-client/mcp-connections.js";
 import type { PythonChat } from "./python/python-pool.js";
 import type { Activation } from "./tool-call.js";
+import type { ToolCallHolds } from "./tool-call-holds.js";
 import type { AgentFunction, AgentNetwork, AgentSpec } from "./agent-network.js";
 
 export type MessageInit = MessageInitShape<typeof ChatMessageSchema>;
@@ -26,6 +27,8 @@ export interface SessionServices {
   functionOf(network: string): AgentFunction | undefined;
   /** Runs another network of this server for an external node `/name`. */
   runNetwork(name: string, input: NetworkInput, parent: ChatSession): Promise<NetworkAnswer>;
+  /** Where tool calls wait for an operator (HumanInTheLoopMiddleware); absent, such calls are refused. */
+  holds?: ToolCallHolds;
   logger: Logger;
 }
 
@@ -35,6 +38,8 @@ export interface RequestScope {
   signal: AbortSignal;
   /** Forwarded request metadata (request_id, user_id, ...). */
   metadata: Record<string, string>;
+  /** The client the chat is for (`anonymous` when the transport does not know it). */
+  clientId: string;
   usage: Usage;
   /** The MCP servers the request's agents use; closed when it ends. */
   mcp: McpConnections;

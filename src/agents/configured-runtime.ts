@@ -5,6 +5,7 @@ import { CodedToolLoader } from "./coded-tools.js";
 import { PythonPool, pythonSettingsOf } from "./python/python-pool.js";
 import type { AgentRegistry } from "./registry.js";
 import { AgentRuntime } from "./runtime.js";
+import type { ToolCallHolds } from "./tool-call-holds.js";
 
 /** A runtime that owns processes: `close` ends its Python workers. */
 export interface ConfiguredRuntime extends ChatRunner {
@@ -20,6 +21,8 @@ export function createAgentRuntime(
   registry: AgentRegistry,
   env: NodeJS.ProcessEnv,
   logger: Logger,
+  /** Where tool calls wait for an operator (the chat thread's way to the broker). */
+  holds?: ToolCallHolds,
 ): ConfiguredRuntime {
   let providers: typeof import("../llm/providers.js") | undefined;
   let loading: Promise<typeof import("../llm/providers.js")> | undefined;
@@ -32,6 +35,7 @@ export function createAgentRuntime(
     logger,
     maxConcurrentChats: config.maxConcurrentRequests,
     heartbeatSeconds: config.heartbeatSeconds,
+    ...(holds === undefined ? {} : { holds }),
   });
   return {
     async start(turn) {

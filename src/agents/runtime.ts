@@ -22,6 +22,8 @@ import type { AgentRegistry } from "./registry.js";
 import { filterSlyData } from "./sly-data.js";
 import { extractStructure } from "./structure.js";
 import { traceAgent } from "../telemetry/genai-spans.js";
+import { ANONYMOUS } from "../auth/network-access.js";
+import type { ToolCallHolds } from "./tool-call-holds.js";
 
 export interface AgentRuntimeOptions {
   registry: AgentRegistry;
@@ -36,6 +38,8 @@ export interface AgentRuntimeOptions {
   maxConcurrentChats: number;
   /** Sends an empty AGENT_PROGRESS when nothing else went out for this long; 0 = never. */
   heartbeatSeconds: number;
+  /** Where tool calls wait for an operator; absent, HumanInTheLoopMiddleware refuses the calls it interrupts. */
+  holds?: ToolCallHolds;
 }
 
 // A network calling `/other` calling `/other`... is bounded like any cycle.
@@ -57,6 +61,7 @@ export class AgentRuntime implements ChatRunner {
       activationOf,
       functionOf: (name) => options.registry.get(name) && options.registry.function(name),
       runNetwork: (name, input, parent) => this.runNetwork(name, input, parent),
+      ...(options.holds === undefined ? {} : { holds: options.holds }),
       logger: options.logger,
     };
   }
@@ -85,7 +90,7 @@ export class AgentRuntime implements ChatRunner {
       tokens: this.mcpTokens,
     });
     const python = this.options.codedTools.python.chat();
-    const request = { signal, metadata: turn.metadata, usage: emptyUsage(), mcp, python };
+    const request = { signal, metadata: turn.metadata, clientId: turn.clientId ?? ANONYMOUS, usage: emptyUsage(), mcp, python };
     const emit = (message: ChatMessage) => {
       lastSent = performance.now();
       queue.push(message);

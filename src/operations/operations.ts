@@ -18,6 +18,7 @@ import { AgentChatProvider } from "./providers/agent-chat.js";
 import { loadCredentials } from "./providers/credentials.js";
 import { HttpRequestProvider } from "./providers/http-request.js";
 import { ProviderRegistry } from "./providers/registry.js";
+import { agentToolCallProvider } from "./providers/agent-tool-call.js";
 import { operationsStore } from "./store.js";
 import { transferSettingsFromEnv } from "./transfers/settings.js";
 import { createTransfers, type Transfers } from "./transfers/transfers.js";
@@ -78,6 +79,7 @@ export async function startOperations(
   const providers = new ProviderRegistry([
     new AgentChatProvider({ registry: deps.registry, access, chats: deps.chats }),
     new HttpRequestProvider({ credentials, sealedBodies, timeoutMs: config.httpRequestTimeoutSeconds * 1000 }),
+    agentToolCallProvider,
   ]);
 
   const assemble = async (database: Database): Promise<void> => {

@@ -394,6 +394,28 @@ describe("middleware", () => {
     ]);
   });
 
+  it("checks HumanInTheLoopMiddleware's interrupt_on: its decisions, its settings", () => {
+    const problems = problemsOf({
+      tools: [
+        {
+          name: "Front",
+          middleware: [
+            {
+              class: "langchain.agents.middleware.HumanInTheLoopMiddleware",
+              args: { interrupt_on: { a: true, b: false, c: { allowed_decisions: ["approve", "respond"] }, d: { when: "always" } } },
+            },
+            { class: "langchain.agents.middleware.HumanInTheLoopMiddleware", args: {} },
+          ],
+        },
+      ],
+    });
+    expect(problems.map(({ key, reason }) => [key, reason])).toEqual([
+      ["tools[0].middleware[0].args.interrupt_on.c.allowed_decisions", "must be a list of approve, edit, reject"],
+      ["tools[0].middleware[0].args.interrupt_on.d.when", "is not a setting of an interrupt: allowed_decisions, description, args_schema are"],
+      ["tools[0].middleware[1].args.interrupt_on", "is required by HumanInTheLoopMiddleware"],
+    ]);
+  });
+
   it("applies to LLM agents only: a coded tool with middleware refuses the network", () => {
     const problems = problemsOf({
       tools: [

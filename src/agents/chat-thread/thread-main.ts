@@ -9,6 +9,7 @@ import { createAgentRuntime, type ConfiguredRuntime } from "../configured-runtim
 import { AgentRegistry } from "../registry.js";
 import type { AgentNetwork } from "../agent-network.js";
 import { Batches } from "./batches.js";
+import { ThreadHolds } from "./thread-holds.js";
 import type { ChatThreadSettings, Instruction, Report } from "./protocol.js";
 import { toWireError } from "./wire-error.js";
 import { startTracing } from "../../telemetry/start.js";
@@ -46,11 +47,13 @@ try {
   // No logger: the server's registry already reports the same files' problems.
   registry = await AgentRegistry.load({ manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, llmInfoFile, environment: process.env });
   if (config.manifestUpdatePeriodSeconds > 0) registry.watch(config.manifestUpdatePeriodSeconds);
-  runtime = createAgentRuntime(config, registry, process.env, logger);
+  const holds = new ThreadHolds(send);
+  runtime = createAgentRuntime(config, registry, process.env, logger, holds);
   port.on("message", (instructions: Instruction[]) => {
     for (const instruction of instructions) {
       if (instruction.kind === "start") void runInCarriedTrace(instruction.trace, () => run(instruction));
       else if (instruction.kind === "cancel") chats.get(instruction.id)?.abort();
+      else if (instruction.kind === "hold-pending" || instruction.kind === "held") holds.answer(instruction);
       else void runtime.close().finally(() => send({ kind: "closed" }));
     }
   });
@@ -76,6 +79,7 @@ async function run(turn: Extract<Instruction, { kind: "start" }>): Promise<void>
         chatContext: turn.chatContext && fromBinary(ChatContextSchema, turn.chatContext),
         metadata: turn.metadata,
         signal: cancel.signal,
+        ...(turn.clientId === undefined ? {} : { clientId: turn.clientId }),
       });
     } catch (error) {
       return send({ kind: "refused", id, error: toWireError(error) });

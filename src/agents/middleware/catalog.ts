@@ -1,6 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { argumentProblems, type ArgumentProblem, type PrebuiltMiddleware } from "./middleware-args.js";
 import { contextEditingMiddleware } from "./context-editing.js";
+import { humanInTheLoopMiddleware } from "./human-in-the-loop.js";
 import { llmToolSelectorMiddleware } from "./llm-tool-selector.js";
 import { modelCallLimitMiddleware } from "./model-call-limit.js";
 import { modelFallbackMiddleware } from "./model-fallback.js";
@@ -15,6 +16,7 @@ import { toolRetryMiddleware } from "./tool-retry.js";
 const prebuilt: Record<string, PrebuiltMiddleware> = {
   PIIMiddleware: piiMiddleware,
   SummarizationMiddleware: summarizationMiddleware,
+  HumanInTheLoopMiddleware: humanInTheLoopMiddleware,
   ModelCallLimitMiddleware: modelCallLimitMiddleware,
   ToolCallLimitMiddleware: toolCallLimitMiddleware,
   ModelFallbackMiddleware: modelFallbackMiddleware,

@@ -89,6 +89,7 @@ export class AgentChatProvider implements Provider {
         chatContext: undefined,
         metadata: { request_id: operation.id },
         signal: context.signal,
+        clientId: operation.clientId,
       });
       for await (const message of messages) {
         if (message.type === MessageType.AGENT_FRAMEWORK) return { state: "succeeded", result: resultOf(message) };
