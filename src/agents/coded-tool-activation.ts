@@ -7,7 +7,7 @@ import type { ChatSession } from "./chat-session.js";
 import type { CodedToolContext } from "./coded-tool.js";
 import type { PythonToolLocation } from "./coded-tools.js";
 import { nonJsonValueIn, restoreNonJsonKeys } from "./json-values.js";
-import { PythonToolError, type SlyDataChanges } from "./python/python-worker.js";
+import { applySlyDataChanges, PythonToolError } from "./python/python-worker.js";
 import { runReported } from "./run-reported.js";
 import type { Activation, ToolCall } from "./tool-call.js";
 
@@ -72,11 +72,6 @@ async function runPythonTool(session: ChatSession, tool: PythonToolLocation, arg
     if (error instanceof PythonToolError) applySlyDataChanges(session.slyData, error.slyData);
     throw error;
   }
-}
-
-function applySlyDataChanges(slyData: JsonObject, changes: SlyDataChanges): void {
-  for (const key of changes.delete) delete slyData[key];
-  Object.assign(slyData, changes.set);
 }
 
 function notJson(message: string): AxonError {

@@ -52,7 +52,7 @@ export class LlmAgent {
   private async conversation(origin: Origin[], history: LlmMessage[], input: string): Promise<string> {
     const { session, spec } = this;
     const llm = session.services.llmFor(session.network, spec, session.clientKeys);
-    const chain = await (this.chain ??= middlewareChainOf(session, spec));
+    const chain = await (this.chain ??= middlewareChainOf(session, spec, origin));
     const tools = await this.offeredTools(chain);
     const offered = [...tools.values()];
     const llmTools = toLlmTools(offered);

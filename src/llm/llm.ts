@@ -10,11 +10,12 @@ export interface LlmClient {
   complete(request: LlmRequest): Promise<LlmResponse>;
 }
 
+/** `id`: what a message is known by to middleware that replaces or removes messages (LangChain's message ids). */
 export type LlmMessage =
-  | { role: "system"; content: string }
-  | { role: "user"; content: string }
-  | { role: "assistant"; content: string; toolCalls?: LlmToolCall[] }
-  | { role: "tool"; toolCallId: string; content: string };
+  | { role: "system"; content: string; id?: string }
+  | { role: "user"; content: string; id?: string }
+  | { role: "assistant"; content: string; toolCalls?: LlmToolCall[]; id?: string }
+  | { role: "tool"; toolCallId: string; content: string; id?: string };
 
 export interface LlmToolCall {
   id: string;

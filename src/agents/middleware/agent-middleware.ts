@@ -1,18 +1,23 @@
-import { AxonError, Code } from "../../errors.js";
+import type { Origin } from "../../gen/neuro_san/api/grpc/chat_pb.js";
 import type { AgentSpec } from "../agent-network.js";
 import type { ChatSession } from "../chat-session.js";
 import { MiddlewareChain, type Middleware } from "../middleware-chain.js";
 import { prebuiltMiddlewareOf } from "./catalog.js";
+import { pythonMiddleware } from "./python-middleware.js";
 
 const emptyChain = new MiddlewareChain([]);
 
-/** The middleware of one agent activation, made from its spec: Axon's own classes, or the network's in Python. */
-export async function middlewareChainOf(session: ChatSession, spec: AgentSpec): Promise<MiddlewareChain> {
+/**
+ * The middleware of one agent activation, made from its spec: LangChain's prebuilt classes by Axon, any other class in
+ * the request's Python worker. `origin` is the agent's own.
+ */
+export async function middlewareChainOf(session: ChatSession, spec: AgentSpec, origin: Origin[]): Promise<MiddlewareChain> {
   if (spec.middleware.length === 0) return emptyChain;
-  const made: Middleware[] = spec.middleware.map(({ className, args }, index) => {
-    const prebuilt = prebuiltMiddlewareOf(className);
-    if (prebuilt === undefined) throw new AxonError(Code.Unimplemented, "MIDDLEWARE_UNAVAILABLE", `the middleware ${className} of ${spec.name} in ${session.network.name} cannot run`);
-    return prebuilt.make(args, spec, index);
-  });
+  const made: Middleware[] = await Promise.all(
+    spec.middleware.map(({ className, args }, index) => {
+      const prebuilt = prebuiltMiddlewareOf(className);
+      return prebuilt === undefined ? pythonMiddleware(session, spec, className, args, origin, index) : prebuilt.make(args, spec, index);
+    }),
+  );
   return new MiddlewareChain(made);
 }
