@@ -159,3 +159,30 @@ describe("a network's own middleware, run in the Python worker with LangChain's 
     expect(frontRequests()[0]!.messages[0]).toEqual({ role: "user", content: "[checked] mail me at [REDACTED_EMAIL]" });
   });
 });
+
+describe("a network's own middleware where the interpreter lacks LangChain", () => {
+  it("refuses the network at load, naming the middleware, the missing package and the fix", async () => {
+    const { NetworkFolder } = await import("../fixture.js");
+    const { AgentRegistry } = await import("../../../src/agents/registry.js");
+    const folder = await NetworkFolder.create({
+      "manifest.hocon": `{ "plain.hocon": true }`,
+      "plain.hocon": network([{ class: "middleware.plain.Plain" }]),
+    });
+    const registry = await AgentRegistry.load({
+      manifestFile: folder.path("manifest.hocon"),
+      projectRoot: folder.root,
+      toolPath: path.join(projectRoot, "test/fixtures/middleware/no-langchain/coded_tools"),
+      python: "python3",
+    });
+    expect(registry.get("plain")).toBeUndefined();
+    expect(registry.problems).toContainEqual({
+      file: folder.path("plain.hocon"),
+      key: "tools[0].middleware[0].class",
+      reason: expect.stringMatching(
+        /^network plain is not served: its middleware middleware\.plain\.Plain runs in Python, which lacks LangChain \(the langchain package\), which its AgentMiddleware classes need: No module named langchain .*install it into the interpreter AXON_PYTHON names/,
+      ),
+    });
+    registry.close();
+    await folder.remove();
+  });
+});
