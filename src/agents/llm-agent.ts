@@ -20,7 +20,7 @@ import { traceAgent, traceTool } from "../telemetry/genai-spans.js";
  * reaches the client is the conversation as the middleware left it.
  */
 export class LlmAgent {
-  private chain: Promise<MiddlewareChain> | undefined;
+  private chain: MiddlewareChain | undefined;
   /** The input as the last run left it (middleware may have redacted it): what the chat's history keeps. */
   input: string | undefined;
 
@@ -52,7 +52,12 @@ export class LlmAgent {
   private async conversation(origin: Origin[], history: LlmMessage[], input: string): Promise<string> {
     const { session, spec } = this;
     const llm = session.services.llmFor(session.network, spec, session.clientKeys);
-    const chain = await (this.chain ??= middlewareChainOf(session, spec, origin));
+    // Made once per activation (a retried run keeps its middleware); without middleware, at once.
+    let chain = this.chain;
+    if (chain === undefined) {
+      const made = middlewareChainOf(session, spec, origin);
+      chain = this.chain = made instanceof Promise ? await made : made;
+    }
     const tools = await this.offeredTools(chain);
     const offered = [...tools.values()];
     const llmTools = toLlmTools(offered);
@@ -71,17 +76,23 @@ export class LlmAgent {
       session.addUsage(response.usage);
       return response;
     }, run);
-    const wrappedTool = chain.wrapTool((request) => this.callTool(request, caller, report), run);
-    const callTool = (request: ToolCallRequest) => wrappedTool(request).catch((error: unknown) => {
-      if (error instanceof ToolFailure) return error.text;
-      throw error;
-    });
+    // A tool's failure is its result for the model; wraps see it as a ToolFailure first (a retry may get past it).
+    const wrappedTool = chain.wrapTool((request) => this.callTool(request, caller, report, chain.wrapsTools), run);
+    const callTool = !chain.wrapsTools
+      ? wrappedTool
+      : (request: ToolCallRequest) =>
+          wrappedTool(request).catch((error: unknown) => {
+            if (error instanceof ToolFailure) return error.text;
+            throw error;
+          });
+    // The hooks of each kind run only where some middleware has them: an empty chain awaits nothing.
+    const has = { beforeAgent: chain.has("beforeAgent"), beforeModel: chain.has("beforeModel"), afterModel: chain.has("afterModel"), afterAgent: chain.has("afterAgent") };
 
-    let next = await chain.run("beforeAgent", state, run);
+    let next = has.beforeAgent ? await chain.run("beforeAgent", state, run) : undefined;
     let steps = 0;
     while (next !== "end") {
       if (next !== "tools") {
-        next = await chain.run("beforeModel", state, run);
+        next = has.beforeModel ? await chain.run("beforeModel", state, run) : undefined;
         if (next === "end") break;
       }
       if (next !== "tools") {
@@ -90,7 +101,7 @@ export class LlmAgent {
         report.conversation(state);
         const response = await callModel({ systemPrompt: instructions, messages: state.messages, tools: offered, llm });
         state.messages.push({ role: "assistant", content: response.text, ...(response.toolCalls.length === 0 ? {} : { toolCalls: response.toolCalls }) });
-        next = await chain.run("afterModel", state, run);
+        next = has.afterModel ? await chain.run("afterModel", state, run) : undefined;
         report.answer(state);
         if (next === "end") break;
         if (next === "model") continue;
@@ -103,7 +114,7 @@ export class LlmAgent {
       next = "model";
     }
     report.conversation(state);
-    await chain.run("afterAgent", state, run);
+    if (has.afterAgent) await chain.run("afterAgent", state, run);
     this.input = state.messages.findLast((message) => message.role === "user")?.content;
     return state.messages.findLast((message) => message.role === "assistant")?.content ?? "";
   }
@@ -139,7 +150,7 @@ export class LlmAgent {
   }
 
   /** The innermost tool handler: the call as the middleware left it, run by the tool it names. */
-  private async callTool({ toolCall: call, tool }: ToolCallRequest, caller: Caller, report: ConversationReport): Promise<string> {
+  private async callTool({ toolCall: call, tool }: ToolCallRequest, caller: Caller, report: ConversationReport, throwFailures: boolean): Promise<string> {
     const { session } = this;
     if (!tool) return toolErrorText(session.network, call.name, `there is no tool named ${call.name}`);
     const toolName = tool.originName;
@@ -162,7 +173,9 @@ export class LlmAgent {
       // Cancellation ends the whole chat; any other failure of a tool is something the LLM can work with.
       session.signal.throwIfAborted();
       session.services.logger.warn({ err: error, tool: toolName, network: session.network.name }, "tool failed");
-      throw new ToolFailure(toolErrorText(session.network, toolName, error instanceof Error ? error.message : String(error)), error);
+      const text = toolErrorText(session.network, toolName, error instanceof Error ? error.message : String(error));
+      if (throwFailures) throw new ToolFailure(text, error);
+      return text;
     }
   }
 }
@@ -222,6 +235,8 @@ class ConversationReport {
 
 /** The calls of the model's last answer that no tool message answers yet (a middleware may have answered some). */
 function pendingToolCalls(state: AgentState): LlmToolCall[] {
+  const latest = state.messages.at(-1);
+  if (latest?.role === "assistant") return latest.toolCalls ?? [];
   const last = state.messages.findLastIndex((message) => message.role === "assistant");
   const answer = state.messages[last];
   if (answer?.role !== "assistant" || answer.toolCalls === undefined) return [];

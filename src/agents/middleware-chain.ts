@@ -96,6 +96,14 @@ export class MiddlewareChain {
     this.toolWraps = having("wrapToolCall");
   }
 
+  has(hook: HookName): boolean {
+    return this.hooks[hook].length > 0;
+  }
+
+  get wrapsTools(): boolean {
+    return this.toolWraps.length > 0;
+  }
+
   get tools(): OfferedTool[] {
     return this.middleware.flatMap((each) => each.tools ?? []);
   }

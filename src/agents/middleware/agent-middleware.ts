@@ -11,8 +11,11 @@ const emptyChain = new MiddlewareChain([]);
  * The middleware of one agent activation, made from its spec: LangChain's prebuilt classes by Axon, any other class in
  * the request's Python worker. `origin` is the agent's own.
  */
-export async function middlewareChainOf(session: ChatSession, spec: AgentSpec, origin: Origin[]): Promise<MiddlewareChain> {
-  if (spec.middleware.length === 0) return emptyChain;
+export function middlewareChainOf(session: ChatSession, spec: AgentSpec, origin: Origin[]): MiddlewareChain | Promise<MiddlewareChain> {
+  return spec.middleware.length === 0 ? emptyChain : madeChain(session, spec, origin);
+}
+
+async function madeChain(session: ChatSession, spec: AgentSpec, origin: Origin[]): Promise<MiddlewareChain> {
   const made: Middleware[] = await Promise.all(
     spec.middleware.map(({ className, args }, index) => {
       const prebuilt = prebuiltMiddlewareOf(className);

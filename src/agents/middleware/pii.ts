@@ -28,7 +28,8 @@ const before = "(?<![0-9A-Za-z_])";
 const after = "(?![0-9A-Za-z_])";
 
 const patterns = {
-  email: new RegExp(`${before}[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\\.[A-Za-z]{2,}${after}`, "g"),
+  // Sticky: tried only where an address can start, left of an `@` (see detectEmail).
+  email: new RegExp(`${before}[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\\.[A-Za-z]{2,}${after}`, "y"),
   creditCard: /\b\d{4}[\s-]?\d{4}[\s-]?\d{4}[\s-]?\d{4}\b/g,
   ipv4: new RegExp(`${before}(?:[0-9]{1,3}\\.){3}[0-9]{1,3}${after}`, "g"),
   macAddress: new RegExp(`${before}(?:[0-9A-Fa-f]{2}[:-]){5}[0-9A-Fa-f]{2}${after}`, "g"),
@@ -40,6 +41,33 @@ function matchesOf(pattern: RegExp, type: string, content: string, accept: (valu
   const found: PiiMatch[] = [];
   for (const match of content.matchAll(pattern)) {
     if (match[0] !== "" && accept(match[0])) found.push({ type, value: match[0], start: match.index, end: match.index + match[0].length });
+  }
+  return found;
+}
+
+/** A character of an address's local part: `[A-Za-z0-9._%+-]`. */
+function isLocalPart(code: number): boolean {
+  return (code >= 48 && code <= 57) || (code >= 65 && code <= 90) || (code >= 97 && code <= 122) || code === 46 || code === 95 || code === 37 || code === 43 || code === 45;
+}
+
+/**
+ * The matches LangChain's email pattern finds, scanning the text once: every address holds one `@`, so the pattern is
+ * tried only at the starts of the local part before each `@`, leftmost first, as a global search would find them.
+ */
+function detectEmail(content: string): PiiMatch[] {
+  const found: PiiMatch[] = [];
+  let from = 0;
+  for (let at = content.indexOf("@"); at >= 0; at = content.indexOf("@", Math.max(at + 1, from))) {
+    let start = at;
+    while (start > from && isLocalPart(content.charCodeAt(start - 1))) start--;
+    for (let candidate = start; candidate < at; candidate++) {
+      patterns.email.lastIndex = candidate;
+      const match = patterns.email.exec(content);
+      if (match === null) continue;
+      found.push({ type: "email", value: match[0], start: candidate, end: candidate + match[0].length });
+      from = candidate + match[0].length;
+      break;
+    }
   }
   return found;
 }
@@ -62,10 +90,39 @@ function isIpv4(candidate: string): boolean {
   return candidate.split(".").every((part) => (part.length === 1 || part[0] !== "0") && Number(part) <= 255);
 }
 
+/** JavaScript's `\s`: where a bare URL match ends, since it holds none. */
+function isSpace(code: number): boolean {
+  if (code <= 32) return code === 32 || (code >= 9 && code <= 13);
+  return code === 0xa0 || code === 0x1680 || (code >= 0x2000 && code <= 0x200a) || code === 0x2028 || code === 0x2029 || code === 0x202f || code === 0x205f || code === 0x3000 || code === 0xfeff;
+}
+
+/**
+ * The bare-URL pattern's matches in the words (runs of non-space) holding a `/` or `www.`: a match holds no space, so a
+ * word's matches are its own, and in any other word every match would be refused (no path, no `www.`). The same accepted
+ * matches as a search of the whole text, without a match object for each dotted word.
+ */
+function bareUrls(content: string): PiiMatch[] {
+  const found: PiiMatch[] = [];
+  const next = (from: number) => {
+    const slash = content.indexOf("/", from);
+    const www = content.indexOf("www.", from);
+    return slash < 0 ? www : www < 0 ? slash : Math.min(slash, www);
+  };
+  for (let at = next(0), searched = 0; at >= 0; at = next(searched)) {
+    let start = at;
+    while (start > searched && !isSpace(content.charCodeAt(start - 1))) start--;
+    let end = at + 1;
+    while (end < content.length && !isSpace(content.charCodeAt(end))) end++;
+    for (const match of matchesOf(patterns.bareUrl, "url", content.slice(start, end))) found.push({ ...match, start: match.start + start, end: match.end + start });
+    searched = end;
+  }
+  return found;
+}
+
 /** URLs with an http(s) scheme and a host; bare ones only when they start with `www.` or have a path. */
 function detectUrl(content: string): PiiMatch[] {
   const found = matchesOf(patterns.schemeUrl, "url", content, (url) => /^https?:\/\/[^/?#]+/.test(url));
-  for (const match of matchesOf(patterns.bareUrl, "url", content)) {
+  for (const match of bareUrls(content)) {
     if (found.some((known) => (known.start <= match.start && match.start < known.end) || (known.start < match.end && match.end <= known.end))) continue;
     const host = match.value.split("/")[0]!;
     if ((match.value.includes("/") || match.value.startsWith("www.")) && host.includes(".")) found.push(match);
@@ -74,7 +131,7 @@ function detectUrl(content: string): PiiMatch[] {
 }
 
 const builtInDetectors: Record<string, Detector> = {
-  email: (content) => matchesOf(patterns.email, "email", content),
+  email: detectEmail,
   credit_card: (content) => matchesOf(patterns.creditCard, "credit_card", content, passesLuhn),
   ip: (content) => matchesOf(patterns.ipv4, "ip", content, isIpv4),
   mac_address: (content) => matchesOf(patterns.macAddress, "mac_address", content),

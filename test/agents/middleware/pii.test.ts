@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { applyStrategy, piiRuleOf, redacted } from "../../../src/agents/middleware/pii.js";
 import { MiddlewareNetworks } from "./harness.js";
@@ -12,6 +13,32 @@ describe("PIIMiddleware's detectors and strategies, as LangChain's", () => {
     expect(redacted(rule("mac_address"), "nic 00:1A:2b:3C:4d:5E")).toBe("nic [REDACTED_MAC_ADDRESS]");
     expect(redacted(rule("url"), "see https://example.org/a?b=1 and www.example.org and example.org/path but not example.org")).toBe(
       "see [REDACTED_URL] and [REDACTED_URL] and [REDACTED_URL] but not example.org",
+    );
+  });
+
+  it("finds every address LangChain's email pattern finds, where a global search of it finds them", () => {
+    const pattern = /(?<![0-9A-Za-z_])[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}(?![0-9A-Za-z_])/g;
+    const text = fc.array(fc.constantFrom("a", "Z", "1", "_", ".", "-", "+", "@", "@", " ", "é", "x.io", "co"), { maxLength: 40 }).map((parts) => parts.join(""));
+    fc.assert(
+      fc.property(text, (content) => {
+        const expected = [...content.matchAll(pattern)].map((match) => ({ type: "email", value: match[0], start: match.index, end: match.index + match[0].length }));
+        expect(rule("email").detector(content)).toEqual(expected);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("finds the bare URLs LangChain's pattern finds, where a global search of it finds them", () => {
+    const bare = /\b(?:www\.)?[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)+(?:\/\S*)?/g;
+    const text = fc.array(fc.constantFrom("a", "b1", "-", ".", "/", " ", "\n", "www.", "x.io", "é"), { maxLength: 30 }).map((parts) => parts.join(""));
+    fc.assert(
+      fc.property(text, (content) => {
+        const expected = [...content.matchAll(bare)]
+          .map((match) => match[0])
+          .filter((url) => (url.includes("/") || url.startsWith("www.")) && url.split("/")[0]!.includes("."));
+        expect(rule("url").detector(content).map((match) => match.value)).toEqual(expected);
+      }),
+      { numRuns: 2000 },
     );
   });
 
