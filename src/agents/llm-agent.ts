@@ -53,9 +53,10 @@ export class LlmAgent {
     const { session, spec } = this;
     const llm = session.services.llmFor(session.network, spec, session.clientKeys);
     // Made once per activation (a retried run keeps its middleware); without middleware, at once.
+    const state: AgentState = { messages: [...history, { role: "user", content: input }] };
     let chain = this.chain;
     if (chain === undefined) {
-      const made = middlewareChainOf(session, spec, origin);
+      const made = middlewareChainOf(session, spec, origin, state.messages);
       chain = this.chain = made instanceof Promise ? await made : made;
     }
     const tools = await this.offeredTools(chain);
@@ -63,7 +64,6 @@ export class LlmAgent {
     const llmTools = toLlmTools(offered);
     const instructions = spec.instructions ?? "";
     const maxSteps = spec.limits?.maxSteps ?? session.network.limits.maxSteps;
-    const state: AgentState = { messages: [...history, { role: "user", content: input }] };
     const run: AgentRun = { session, spec, origin, state, modelFor: (model) => session.services.llmFor(session.network, withModel(spec, model), session.clientKeys) };
     const report = new ConversationReport(session, origin, instructions);
     const caller: Caller = { origin, spec };

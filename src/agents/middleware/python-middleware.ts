@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { ChatMessage_ChatMessageType as MessageType, type Origin } from "../../gen/neuro_san/api/grpc/chat_pb.js";
 import type { LlmMessage, LlmResponse } from "../../llm/llm.js";
-import type { AgentSpec } from "../agent-network.js";
+import type { AgentSpec, MiddlewareSpec } from "../agent-network.js";
 import type { ChatSession } from "../chat-session.js";
 import { ToolFailure, type AgentRun, type AgentState, type Jump, type Middleware, type ModelRequest, type StateUpdate } from "../middleware-chain.js";
 import { applySlyDataChanges, PythonToolError, type CallbackHandlers, type SlyDataChanges } from "../python/python-worker.js";
@@ -25,7 +25,14 @@ interface Made {
  * args filled in there), each hook it defines called with LangChain's state, its wraps' handlers calling back into
  * Axon (`model_call`, `tool_call`) to run the rest of the chain. What it raises fails the agent's run, naming it.
  */
-export async function pythonMiddleware(session: ChatSession, spec: AgentSpec, className: string, args: JsonObject, origin: Origin[], index: number): Promise<Middleware> {
+export async function pythonMiddleware(
+  session: ChatSession,
+  spec: AgentSpec,
+  { className, args }: MiddlewareSpec,
+  origin: Origin[],
+  index: number,
+  history: LlmMessage[],
+): Promise<Middleware> {
   const instance = `${randomUUID()}.${index}`;
   const wireOrigin = origin.map((step) => ({ tool: step.tool, instantiation_index: step.instantiationIndex }));
   const call = async (hook: string, payload: JsonObject, callbacks?: CallbackHandlers): Promise<JsonObject> => {
@@ -41,7 +48,8 @@ export async function pythonMiddleware(session: ChatSession, spec: AgentSpec, cl
     }
   };
 
-  const made = (await call("make", {})) as unknown as Made;
+  // `chat_history`: the agent's conversation as it starts, for a class that takes it.
+  const made = (await call("make", { chat_history: toWire(history) })) as unknown as Made;
   const name = className.slice(className.lastIndexOf(".") + 1);
   const middleware: { -readonly [K in keyof Middleware]: Middleware[K] } = { name };
   const stateHook = (hook: string) => async (state: AgentState): Promise<StateUpdate | undefined> => {

@@ -22,7 +22,8 @@ tool prints goes to stderr, never into the protocol).
     {"call": id, "chat": c, "middleware": {"class": "pkg.mod.M", "args": {}, "instance": k, "origin": []},
      "hook": h, "payload": {}, "sly_data": {}}
                               a network's own AgentMiddleware (LangChain's): made once per instance key `k` with its
-                              args, special args filled in; `h` is "make" (answers its hooks and tools), a hook
+                              args, special args filled in; `h` is "make" (payload {"chat_history"}; answers its
+                              hooks and tools), a hook
                               (abefore_agent, abefore_model, aafter_model, aafter_agent: payload {"state"}, answers
                               {"messages"?, "jump_to"?}; awrap_model_call: payload {"request"}, answers {"message",
                               "request"}, its handler asks `model_call`; awrap_tool_call: payload {"request"}, answers
@@ -383,7 +384,7 @@ class Worker:
         spec, hook, payload = message["middleware"], message["hook"], message.get("payload", {})
         key = (message["chat"], spec["instance"])
         if key not in self.middleware:
-            self.middleware[key] = await asyncio.get_running_loop().run_in_executor(self.executor, Middleware, self, spec, sly_data, ProgressReporter(self))
+            self.middleware[key] = await asyncio.get_running_loop().run_in_executor(self.executor, Middleware, self, spec, sly_data, ProgressReporter(self), payload.get("chat_history", []))
         return await self.middleware[key].run(hook, payload)
 
     def finished(self, call_id):
@@ -433,7 +434,7 @@ class Worker:
 class Middleware:
     """One AgentMiddleware instance of an agent activation, its hooks called with LangChain's own types."""
 
-    def __init__(self, worker, spec, sly_data, reporter):
+    def __init__(self, worker, spec, sly_data, reporter, history=()):
         self.worker = worker
         try:
             from langchain_core import messages, tools  # pylint: disable=import-outside-toplevel
@@ -443,7 +444,7 @@ class Middleware:
         module_name, _, name = spec["class"].rpartition(".")
         cls = getattr(importlib.import_module(module_name), name)
         origin = spec.get("origin") or []
-        special = {"chat_history": [], "origin": origin, "origin_str": origin_str(origin), "progress_reporter": reporter, "sly_data": sly_data}
+        special = {"chat_history": [self.to_lc(message) for message in history], "origin": origin, "origin_str": origin_str(origin), "progress_reporter": reporter, "sly_data": sly_data}
         takes = inspect.signature(cls).parameters
         args = dict(spec.get("args") or {})
         for key in SPECIAL_ARGS:

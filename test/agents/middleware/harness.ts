@@ -6,7 +6,7 @@ import { loadConfig } from "../../../src/config.js";
 import { ChatMessage_ChatMessageType as MessageType, type ChatMessage } from "../../../src/gen/neuro_san/api/grpc/chat_pb.js";
 import { createLogger } from "../../../src/logger.js";
 import { NetworkFolder } from "../fixture.js";
-import { ScriptedLlm } from "../../support/scripted-llm/scripted-llm.js";
+import { ScriptedLlm, type ScriptedKind } from "../../support/scripted-llm/scripted-llm.js";
 import { projectRoot } from "../../support/server.js";
 
 /** Networks of middleware tests, served by an in-process runtime against a scripted OpenAI-compatible LLM. */
@@ -19,8 +19,8 @@ export class MiddlewareNetworks {
   ) {}
 
   /** `networks`: file stem -> HOCON text; `env` adds to the runtime's environment (AXON_PYTHON, PYTHONPATH...). */
-  static async start(networks: Record<string, string>, env: Record<string, string> = {}, toolPath?: string): Promise<MiddlewareNetworks> {
-    const llm = await ScriptedLlm.start("openai");
+  static async start(networks: Record<string, string>, env: Record<string, string> = {}, toolPath?: string, kind: ScriptedKind = "openai"): Promise<MiddlewareNetworks> {
+    const llm = await ScriptedLlm.start(kind);
     const manifest = `{ ${Object.keys(networks).map((name) => `"${name}.hocon": true`).join(", ")} }`;
     const folder = await NetworkFolder.create({
       "manifest.hocon": manifest,

@@ -145,6 +145,17 @@ describe("PIIMiddleware in an agent's run", () => {
     expect(result.text).toBe("The server is at *.*.*.3.");
   });
 
+  it.each([
+    ["anthropic", "claude-3-5-haiku-latest"],
+    ["bedrock", "us.anthropic.claude-3-7-sonnet-20250219-v1:0"],
+  ] as const)("redacts the same whatever the provider: %s", async (kind, model) => {
+    const other = await MiddlewareNetworks.start({ pii_middleware: prankster.replace("gpt-4o-mini", model) }, {}, undefined, kind);
+    other.llm.enqueue({ text: "Left at 867-5309." });
+    expect((await other.chat("pii_middleware", "call 867-5309")).answer).toBe("Left at [REDACTED_PHONE_NUMBER].");
+    expect(JSON.stringify(other.llm.requests[0]!.body)).toContain("call 867-5309");
+    await other.close();
+  });
+
   it("block fails the agent's run with an error naming the middleware", async () => {
     const blocking = await MiddlewareNetworks.start({
       blocking: prankster.replace('"strategy": "redact"', '"strategy": "block"'),

@@ -54,6 +54,7 @@ describe("a network's own middleware, run in the Python worker with LangChain's 
         tool_shaper: network([{ class: "middleware.testing.ToolShaper" }]),
         raising: network([{ class: "middleware.testing.Raising" }]),
         ender: network([{ class: "middleware.testing.Ender" }]),
+        history: network([{ class: "middleware.testing.HistoryTeller", args: { chat_history: null, sly_data: null } }]),
         mixed: network([
           { class: "langchain.agents.middleware.PIIMiddleware", args: { pii_type: "email", strategy: "redact" } },
           { class: "middleware.testing.Rewriter" },
@@ -151,6 +152,12 @@ describe("a network's own middleware, run in the Python worker with LangChain's 
   it("a before_model hook that jumps to the end ends the run with its answer, no model called", async () => {
     expect((await networks.chat("ender", "go")).answer).toBe("ended early");
     expect(frontRequests()).toEqual([]);
+  });
+
+  it("fills chat_history with the agent's conversation as LangChain messages", async () => {
+    networks.llm.script(() => ({ text: "ok" }));
+    const chat = await networks.chat("history", "hello there");
+    expect(chat.messages.at(-1)!.slyData!["history"]).toEqual(["HumanMessage: hello there"]);
   });
 
   it("runs beside Axon's own prebuilt middleware in one chain, in list order", async () => {
