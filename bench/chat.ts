@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import { chatError } from "./chat-check.js";
 import { KeepAliveHttpClient, type HttpRequestSpec } from "./clients.js";
 import { percentile, runLoad, type Call, type LoadResult } from "./load.js";
+import { machine } from "./machine.js";
 import type { AxonReady } from "./serve-axon.js";
 import type { ChatBaselineReady, ChatBaselineScript } from "./serve-chat-baseline.js";
 import type { ScriptedLlmReady, ScriptedLlmTraffic } from "./serve-scripted-llm.js";
@@ -174,11 +175,10 @@ function chatCaller(client: KeepAliveHttpClient, messages: number): Call {
 }
 
 function printHeader(shape: { messages: number; llmRoundTrips: number; responseBytes: number }): void {
-  const cpus = os.cpus();
   const args = process.argv.slice(2).join(" ");
   console.log(`Command: \`npm run bench:chat${args ? ` -- ${args}` : ""}\``);
   console.log(`Date: ${new Date().toISOString()}`);
-  console.log(`Machine: ${cpus.length} × ${cpus[0]?.model.trim() ?? "unknown CPU"}, ${os.platform()} ${os.release()}, Node ${process.version}`);
+  console.log(`Machine: ${machine()}`);
   // Other work on the machine takes cores from every process here; the load average before and after shows if there was any.
   console.log(`Load average at start (1 min): ${os.loadavg()[0]!.toFixed(2)}`);
   console.log(

@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { percentile } from "./load.js";
+import { machine } from "./machine.js";
 
 /*
  * `npx tsx bench/coded-tools.ts [--calls 24000] [--compare /other/checkout ...]`: what Axon adds to a TypeScript coded
@@ -81,6 +82,7 @@ for (let round = 0; round < rounds; round++) {
     results[index]!.concurrentMs += await concurrently(toolCalls[index]!);
   }
 }
+console.log(`Machine: ${machine()}`);
 console.log(`| ${calls} trivial TypeScript tool calls (${rounds} alternating rounds) | p50 µs (one at a time) | p99 µs | calls/s (${inFlight} in flight) |`);
 console.log("| --- | ---: | ---: | ---: |");
 checkouts.forEach((root, index) => {

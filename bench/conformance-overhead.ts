@@ -7,6 +7,7 @@
  */
 import type { HttpRequest } from "../src/server/listener.js";
 import { rpcFramingOf, unsupportedEncoding } from "../src/server/refused-call.js";
+import { machine } from "./machine.js";
 
 const countArgument = process.argv.indexOf("--count");
 const count = countArgument > 0 ? Number(process.argv[countArgument + 1]) : 200_000;
@@ -40,6 +41,7 @@ await cpuPerOperation(framing);
 const base = await cpuPerOperation(resolved);
 const turn = await cpuPerOperation(nextTurn);
 const checks = await cpuPerOperation(framing);
+console.log(`Machine: ${machine()}`);
 console.log("| what | ns of CPU per call |");
 console.log("| --- | ---: |");
 console.log(`| a turn of the loop (setImmediate) after the request's end, over an awaited resolved promise | ${(turn - base).toFixed(0)} |`);

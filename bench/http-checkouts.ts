@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import { KeepAliveHttpClient } from "./clients.js";
 import { cannedHttpLists, httpLists as specs } from "./http-lists.js";
 import { runLoad } from "./load.js";
+import { machine } from "./machine.js";
 import type { AxonReady } from "./serve-axon.js";
 import type { BaselinesReady } from "./serve-baselines.js";
 import { startServerProcess, type ServerProcess } from "./server-process.js";
@@ -55,6 +56,7 @@ try {
     }
   }
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+  console.log(`Machine: ${machine()}`);
   console.log(`${flags.rounds} rounds, ${new Date().toISOString()}`);
   console.log("");
   console.log("| surface | server | CPU µs per List, median | ÷ bare node:http | per round |");

@@ -5,6 +5,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { KeepAliveHttpClient, type HttpRequestSpec } from "./clients.js";
 import { cannedHttpLists, httpLists as specs } from "./http-lists.js";
+import { machine } from "./machine.js";
 import type { AxonReady } from "./serve-axon.js";
 import type { BaselinesReady, CannedResponses } from "./serve-baselines.js";
 import { startServerProcess, type ServerProcess } from "./server-process.js";
@@ -88,6 +89,7 @@ try {
 }
 
 const floor = rows.at(-1)![1];
+console.log(`Machine: ${machine()}`);
 console.log(`Main-thread instructions per List (callgrind, ${requests} requests a surface after 25,000 uncounted), ${new Date().toISOString()}`);
 console.log("");
 console.log("| server | REST | ÷ bare | Connect JSON | ÷ bare |");

@@ -1,6 +1,7 @@
 import { EventEmitter } from "node:events";
 import os from "node:os";
 import { watchHttp1Body } from "../src/server/intake-timeouts.js";
+import { machine } from "./machine.js";
 
 /*
  * `npx tsx bench/intake-overhead.ts`: what the body deadline adds to one HTTP/1.1 request, in this process's CPU time:
@@ -23,6 +24,7 @@ function cpuMicrosPerCall(watch: boolean, headers: Record<string, string>): numb
   return (used.user + used.system) / calls;
 }
 
+console.log(`Machine: ${machine()}`);
 console.log("| request | baseline µs | with the deadline µs | added µs |\n| --- | ---: | ---: | ---: |");
 for (const [name, headers] of [
   ["with a body (Content-Length: 10)", { "content-length": "10" }],

@@ -1,7 +1,7 @@
-import os from "node:os";
 import type { Provider } from "../src/store/database.js";
 import { percentile, type LoadResult } from "./load.js";
 import type { CrowdResult } from "./load-traffic.js";
+import { machine } from "./machine.js";
 import type { EventLoopDelay } from "./serve-axon.js";
 import type { ServerSample } from "./server-process.js";
 
@@ -63,11 +63,10 @@ export interface Report {
 
 export function printReport(report: Report): void {
   const { settings, setups, baselines, rawInserts } = report;
-  const cpus = os.cpus();
   const loads = (values: number[]) => values.map((value) => value.toFixed(2)).join(", ");
   console.log(`Command: \`npm run bench:load${report.command ? ` -- ${report.command}` : ""}\``);
   console.log(`Date: ${report.startedAt.toISOString()} to ${new Date().toISOString()}`);
-  console.log(`Machine: \`nproc\` ${os.availableParallelism()}, ${cpus[0]?.model.trim() ?? "unknown CPU"}, ${os.platform()} ${os.release()}, Node ${process.version}`);
+  console.log(`Machine: ${machine()}`);
   console.log(`Load average (1, 5, 15 min): ${loads(report.loadAtStart)} at the start, ${loads(report.loadAtEnd)} at the end`);
   console.log(
     `Load: List ${settings.listConcurrency} in flight (gRPC, one HTTP/2 connection per replica); ${settings.chats} REST streaming chats opened at once ` +

@@ -9,6 +9,7 @@ import { parseArgs } from "node:util";
 import type { Provider } from "../src/store/database.js";
 import { KeepAliveHttpClient } from "./clients.js";
 import { percentile, runLoad, type Call, type LoadResult } from "./load.js";
+import { machine } from "./machine.js";
 import { backendCpuBetween, backendCpuMicros, createPostgresDatabase } from "./postgres.js";
 import { approvalToClaimMs, countRows, openRawSubmitStore, readSubmitRows, type RowCounts } from "./raw-submit-store.js";
 import type { AxonReady } from "./serve-axon.js";
@@ -357,11 +358,10 @@ async function measure(call: Call, servers: ServerProcess<unknown>[], postgresDa
 }
 
 function printHeader(): void {
-  const cpus = os.cpus();
   const args = process.argv.slice(2).join(" ");
   console.log(`Command: \`npm run bench:operations${args ? ` -- ${args}` : ""}\``);
   console.log(`Date: ${new Date().toISOString()}`);
-  console.log(`Machine: ${cpus.length} × ${cpus[0]?.model.trim() ?? "unknown CPU"}, ${os.platform()} ${os.release()}, Node ${process.version}`);
+  console.log(`Machine: ${machine()}`);
   // Other work on the machine takes cores from every process here; the load average before and after shows if there was any.
   console.log(`Load average at start (1 min): ${os.loadavg()[0]!.toFixed(2)}`);
   console.log(

@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { machine } from "./machine.js";
 
 /*
  * `npx tsx bench/pipeline-cost.ts [checkout…]`: what the call pipeline costs one List call (begin, running the
@@ -27,6 +28,7 @@ function compare(checkouts: string[]): void {
       }
     }
   }
+  console.log(`Machine: ${machine()}`);
   console.log(`Date: ${new Date().toISOString()}, load average ${os.loadavg()[0]!.toFixed(2)}`);
   console.log("");
   console.log("| checkout | LOG_LEVEL=warn, µs a call | info, µs a call |");

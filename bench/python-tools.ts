@@ -4,6 +4,7 @@ import path from "node:path";
 import { createLogger } from "../src/logger.js";
 import { runnerFile } from "../src/agents/python/python-worker.js";
 import { PythonPool } from "../src/agents/python/python-pool.js";
+import { machine } from "./machine.js";
 
 /*
  * `npx tsx bench/python-tools.ts [calls]`: what the Python bridge adds to a coded tool call. The same trivial async tool
@@ -72,6 +73,7 @@ async function bridged(): Promise<{ p50Micros: number; callsPerSecond: number }>
 
 const alone = direct();
 const bridge = await bridged();
+console.log(`Machine: ${machine()}`);
 console.log(`| ${calls} trivial async calls | p50 µs (one at a time) | calls/s (${inFlight} in flight) |\n| --- | ---: | ---: |`);
 console.log(`| Python, directly | ${alone.p50Micros.toFixed(1)} | ${alone.callsPerSecond.toFixed(0)} |`);
 console.log(`| through one Axon Python worker | ${bridge.p50Micros.toFixed(1)} | ${bridge.callsPerSecond.toFixed(0)} |`);

@@ -3,6 +3,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { KeepAliveHttpClient, RawGrpcClient, type HttpRequestSpec } from "./clients.js";
 import { percentile, runLoad, type Call, type LoadResult } from "./load.js";
+import { machine } from "./machine.js";
 import type { AxonReady } from "./serve-axon.js";
 import { printStartUp } from "./start.js";
 import type { BaselinesReady, CannedResponses } from "./serve-baselines.js";
@@ -182,11 +183,10 @@ console.log("");
 await printStartUp({ starts: settings.starts, checkouts: [projectRoot] });
 
 function printHeader(sizes: { grpcBytes: number; restBytes: number; connectBytes: number }): void {
-  const cpus = os.cpus();
   const args = process.argv.slice(2).join(" ");
   console.log(`Command: \`npm run bench${args ? ` -- ${args}` : ""}\``);
   console.log(`Date: ${new Date().toISOString()}`);
-  console.log(`Machine: ${cpus.length} × ${cpus[0]?.model.trim() ?? "unknown CPU"}, ${os.platform()} ${os.release()}, Node ${process.version}`);
+  console.log(`Machine: ${machine()}`);
   console.log(
     `Load: ${settings.concurrency} requests in flight (one HTTP/2 connection for gRPC, ${settings.concurrency} keep-alive HTTP/1.1 sockets otherwise), ` +
       `${flags.warmup} s warm-up then ${flags.seconds} s measured, ${settings.rounds} rounds alternating the servers`,

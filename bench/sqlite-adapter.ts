@@ -9,6 +9,7 @@ import { PrismaClient as SqlitePrismaClient } from "../src/gen/prisma/sqlite/cli
 import { openDatabase, type PrismaClient } from "../src/store/database.js";
 import { PrismaSqliteThread } from "../src/store/sqlite/adapter.js";
 import { percentile, runLoad, type Call, type LoadResult } from "./load.js";
+import { machine } from "./machine.js";
 
 /*
  * `npx tsx bench/sqlite-adapter.ts`: what one statement costs through Axon's SQLite adapter (better-sqlite3 in a
@@ -185,7 +186,7 @@ try {
 const loads = (values: number[]) => values.map((value) => value.toFixed(2)).join(", ");
 console.log(`Command: \`npx tsx bench/sqlite-adapter.ts${process.argv.length > 2 ? ` ${process.argv.slice(2).join(" ")}` : ""}\``);
 console.log(`Date: ${startedAt.toISOString()} to ${new Date().toISOString()}`);
-console.log(`Machine: \`nproc\` ${os.availableParallelism()}, Node ${process.version}; load average (1, 5, 15 min) ${loads(loadAtStart)} at the start, ${loads(os.loadavg())} at the end`);
+console.log(`Machine: ${machine()}; load average (1, 5, 15 min) ${loads(loadAtStart)} at the start, ${loads(os.loadavg())} at the end`);
 console.log(`Each figure: ${rounds} rounds of ${seconds} s after a ${warmup} s warm-up, pooled.`);
 console.log("");
 console.log(

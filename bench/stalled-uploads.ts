@@ -5,6 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
+import { machine } from "./machine.js";
 
 /*
  * `npx tsx bench/stalled-uploads.ts`: the hostile-intake probe of issue 13 as a measurement. Starts `node dist/main.js`,
@@ -74,6 +75,6 @@ while (performance.now() < until && closedByServer < uploads) {
   await new Promise((resolve) => setTimeout(resolve, 250));
   peak = Math.max(peak, rssMiB());
 }
-console.log(JSON.stringify({ uploads, declared, rssBeforeMiB: Math.round(before), rssPeakMiB: Math.round(peak), sentFully, sentMs: Math.round(sentMs), closedByServer, heldSeconds: Math.round((performance.now() - started) / 1000), loadavg: os.loadavg().map((x) => x.toFixed(2)) }));
+console.log(JSON.stringify({ uploads, declared, rssBeforeMiB: Math.round(before), rssPeakMiB: Math.round(peak), sentFully, sentMs: Math.round(sentMs), closedByServer, heldSeconds: Math.round((performance.now() - started) / 1000), loadavg: os.loadavg().map((x) => x.toFixed(2)), machine: machine() }));
 for (const socket of sockets) socket.destroy();
 child.kill("SIGTERM");

@@ -6,6 +6,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { percentile } from "./load.js";
+import { machine } from "./machine.js";
 
 /*
  * Axon's start-up, as a user meets it: `node dist/main.js` (what `npm start` runs) until /readyz answers 200, on a
@@ -144,5 +145,6 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   // Runs the build, as `npm run bench` does: the figures are the compiled start's.
   const { buildServer } = await import("../scripts/build.js");
   await buildServer();
+  console.log(`Machine: ${machine()}`);
   await printStartUp({ starts, checkouts: [projectRoot, ...(flags.compare ?? []).map((dir) => path.resolve(dir))] });
 }

@@ -3,6 +3,7 @@ import { SubmitOperationRequestSchema } from "../src/gen/axon/agent/v1/agent_pb.
 import { parseJsonText, parseLenientJson, parseStrictJson } from "../src/server/rest/lenient-json.js";
 import { parseStrictBody } from "../src/server/strict/json-body.js";
 import { findUnstorableField } from "../src/server/strict/unstorable-fields.js";
+import { machine } from "./machine.js";
 
 /*
  * `npx tsx bench/strict-json.ts`: what the strict reading of an Agent V1 body costs (agent-v1.md §11: the 2 MiB bound,
@@ -63,6 +64,7 @@ const bodies: [string, Uint8Array][] = [
   ["sly_data of 2,000 small objects (190 KiB)", structuredBody(2000)],
 ];
 
+console.log(`Machine: ${machine()}`);
 console.log(`load average at start: ${(await import("node:os")).loadavg().map((value) => value.toFixed(2)).join(", ")}\n`);
 console.log("| Body | bytes | lenient µs CPU per body | strict µs CPU per body | strict ÷ lenient |");
 console.log("| --- | ---: | ---: | ---: | ---: |");

@@ -1,4 +1,5 @@
 import path from "node:path";
+import { manifestFilesOf } from "./agents/manifest.js";
 import { jwtSettingsFromEnv, type JwtSettings } from "./auth/jwt.js";
 
 /** Everything Axon reads from its environment, read once, in one place. */
@@ -29,6 +30,8 @@ export interface Config {
   policyFile: string | undefined;
   admissionFile: string | undefined;
   credentialsFile: string | undefined;
+  /** `AXON_INFERENCE_FILE`: the model upstreams `/v1/chat/completions` brokers for agents. */
+  inferenceFile: string | undefined;
   /** Where new pending requests are announced (AXON_APPROVAL_WEBHOOKS_FILE). */
   approvalWebhooksFile: string | undefined;
   /** `AGENT_TOOLBOX_INFO_FILE`: extends the built-in toolbox. */
@@ -70,6 +73,16 @@ export interface Config {
   jwt: JwtSettings | undefined;
   /** TLS on every port (`AXON_TLS_*`), when a certificate and key are set. */
   tls: TlsSettings | undefined;
+  /** `AGENT_MAX_TEMP_NETWORKS`: temporary networks served at once, across replicas; 0 = no limit. */
+  maxTemporaryNetworks: number;
+  /** `AXON_TEMPORARY_NETWORK_MAX_SECONDS`: the longest lifetime a temporary network is granted (neuro-san's 24 h). */
+  maxTemporaryNetworkSeconds: number;
+  /** `AGENT_EXTERNAL_SERVER_URL`: how the outside world reaches this server, for temporary networks' URLs. */
+  externalServerUrl: string | undefined;
+  /** `AXON_PERIODIC_CLIENT`: the client `periodic` schedules submit their agent.chat operations as. */
+  periodicClient: string;
+  /** `AXON_PERIODIC_MISSED_TICKS`: a tick missed while every replica was down runs once on return (`run`) or not (`skip`). */
+  periodicMissedTicks: "run" | "skip";
 }
 
 export interface TlsSettings {
@@ -85,12 +98,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = p
     httpPort: integer(env, "AGENT_HTTP_PORT", 8080),
     grpcPort: integer(env, "AGENT_PORT", 0),
     host: env.AXON_HOST ?? "0.0.0.0",
-    // One manifest or several, separated by `:` as neuro-san reads them; each resolved against the project root.
-    manifestFile: (env.AGENT_MANIFEST_FILE || "registries/manifest.hocon")
-      .split(":")
-      .filter((file) => file !== "")
-      .map((file) => path.resolve(projectRoot, file))
-      .join(":"),
+    // One manifest or several, each resolved against the project root; kept joined by `:`.
+    manifestFile: manifestFilesOf(env.AGENT_MANIFEST_FILE || "registries/manifest.hocon", projectRoot).join(":"),
     toolPath: path.resolve(projectRoot, env.AGENT_TOOL_PATH ?? "coded_tools"),
     projectRoot,
     python: env.AXON_PYTHON || "python3",
@@ -107,6 +116,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = p
     policyFile: optionalPath(projectRoot, env.AXON_POLICY_FILE),
     admissionFile: optionalPath(projectRoot, env.AXON_ADMISSION_FILE),
     credentialsFile: optionalPath(projectRoot, env.AXON_CREDENTIALS_FILE),
+    inferenceFile: optionalPath(projectRoot, env.AXON_INFERENCE_FILE),
     approvalWebhooksFile: optionalPath(projectRoot, env.AXON_APPROVAL_WEBHOOKS_FILE),
     toolboxInfoFile: optionalPath(projectRoot, env.AGENT_TOOLBOX_INFO_FILE),
     mcpInfoFile: optionalPath(projectRoot, env.AGENT_MCP_INFO_FILE || env.MCP_SERVERS_INFO_FILE),
@@ -127,7 +137,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, projectRoot = p
     trustUserIdMetadata: boolean(env, "AXON_TRUST_USER_ID_METADATA", false),
     jwt: jwtSettingsFromEnv(env, (file) => path.resolve(projectRoot, file)),
     tls: tlsSettings(env, projectRoot),
+    maxTemporaryNetworks: integer(env, "AGENT_MAX_TEMP_NETWORKS", 0, Number.MIN_SAFE_INTEGER),
+    maxTemporaryNetworkSeconds: integer(env, "AXON_TEMPORARY_NETWORK_MAX_SECONDS", 24 * 60 * 60, 1),
+    externalServerUrl: env.AGENT_EXTERNAL_SERVER_URL?.trim().replace(/\/+$/, "") || undefined,
+    periodicClient: env.AXON_PERIODIC_CLIENT || "system",
+    periodicMissedTicks: oneOf(env, "AXON_PERIODIC_MISSED_TICKS", ["run", "skip"] as const, "run"),
   };
+}
+
+function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === "") return fallback;
+  if ((allowed as readonly string[]).includes(raw)) return raw as T;
+  throw new Error(`${name} must be ${allowed.join(" or ")}, got ${JSON.stringify(env[name])}`);
 }
 
 function tlsSettings(env: NodeJS.ProcessEnv, projectRoot: string): TlsSettings | undefined {

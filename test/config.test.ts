@@ -8,8 +8,9 @@ describe("neuro-san's environment variables", () => {
     expect(loadConfig({ AGENT_STREAM_KEEP_ALIVE_WITH_PROGRESS_INTERVAL_SECONDS: "5", AGENT_HEARTBEAT_SECONDS: "7" }).heartbeatSeconds).toBe(5);
   });
 
-  it("AGENT_MANIFEST_FILE names several manifests separated by ':', each against the project root", () => {
+  it("AGENT_MANIFEST_FILE names several manifests separated by ':' or spaces, each against the project root", () => {
     expect(loadConfig({ AGENT_MANIFEST_FILE: "a/manifest.hocon::/etc/b.hocon" }, "/srv").manifestFile).toBe("/srv/a/manifest.hocon:/etc/b.hocon");
+    expect(loadConfig({ AGENT_MANIFEST_FILE: "a/manifest.hocon /etc/b.hocon" }, "/srv").manifestFile).toBe("/srv/a/manifest.hocon:/etc/b.hocon");
   });
 
   it("AGENT_MCP_ENABLE is on unless false; AGENT_MCP_ONLY turns it on; anything else is refused", () => {

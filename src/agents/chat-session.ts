@@ -5,6 +5,7 @@ import { ChatMessageSchema, OriginSchema, type ChatMessage, type Origin } from "
 import type { CodedToolLoader } from "./coded-tools.js";
 import type { McpConnections } from "./mcp-client/mcp-connections.js";
 import type { PythonChat } from "./python/python-pool.js";
+import type { DeployTemporaryNetworks } from "./temporary-networks.js";
 import type { Activation } from "./tool-call.js";
 import type { ToolCallHolds } from "./tool-call-holds.js";
 import type { AgentFunction, AgentNetwork, AgentSpec } from "./agent-network.js";
@@ -30,6 +31,8 @@ export interface SessionServices {
   /** Where tool calls wait for an operator (HumanInTheLoopMiddleware); absent, such calls are refused. */
   holds?: ToolCallHolds;
   logger: Logger;
+  /** Where a coded tool's Reservationist deploys temporary networks, where this process has them. */
+  deployTemporaryNetworks?: DeployTemporaryNetworks;
 }
 
 /** What every session of one request shares, nested networks included. */
@@ -116,6 +119,17 @@ export class ChatSession {
     this.usage.totalTokens += usage.totalTokens;
     this.usage.cost += usage.cost;
     this.usage.successfulRequests += 1;
+  }
+
+  /**
+   * This session over another sly_data dict, and cancelled by `signal` too: what a tool that calls a node of its own
+   * network (neuro-san's `use_tool`) runs that node in. Origins, counters, messages and the request stay this session's.
+   */
+  forToolUse(slyData: JsonObject, signal: AbortSignal): ChatSession {
+    const view = Object.create(this) as ChatSession & { request: RequestScope };
+    view.slyData = slyData;
+    view.request = { ...this.request, signal: AbortSignal.any([this.request.signal, signal]) };
+    return view;
   }
 
   /**

@@ -7,9 +7,11 @@ import type { ChatSession } from "./chat-session.js";
 import type { CodedToolContext } from "./coded-tool.js";
 import type { PythonToolLocation } from "./coded-tools.js";
 import { nonJsonValueIn, restoreNonJsonKeys } from "./json-values.js";
-import { applySlyDataChanges, PythonToolError } from "./python/python-worker.js";
+import { isJsonObject } from "../json.js";
+import { applySlyDataChanges, PythonToolError, type CallbackHandlers } from "./python/python-worker.js";
 import { runReported } from "./run-reported.js";
-import type { Activation, ToolCall } from "./tool-call.js";
+import type { Activation, Caller, ToolCall } from "./tool-call.js";
+import { useTool } from "./tool-use.js";
 
 /**
  * A coded tool called by an LLM: static `args` override the LLM's; it may read and write sly_data. What it returns,
@@ -29,7 +31,7 @@ export class CodedToolActivation implements Activation {
       const loaded = await session.services.codedTools.load(session.network.name, spec.className!);
       // Loading a module spans turns of the event loop: a chat cancelled meanwhile must not run the tool.
       session.signal.throwIfAborted();
-      if (loaded.kind === "python") return runPythonTool(session, loaded.tool, args, origin);
+      if (loaded.kind === "python") return runPythonTool(session, spec, loaded.tool, args, origin);
       const tool = new loaded.ToolClass();
       const context: CodedToolContext = {
         reportProgress: (structure) => {
@@ -39,6 +41,8 @@ export class CodedToolActivation implements Activation {
         },
         metadata: session.metadata,
         signal: session.signal,
+        useTool: (toolName, toolArgs = {}, slyData = session.slyData) =>
+          useTool(slyData === session.slyData ? session : session.forToolUse(slyData, session.signal), { origin, spec }, toolName, toolArgs),
       };
       const slyDataBefore = structuredClone(session.slyData);
       const outcome = await Promise.resolve()
@@ -60,18 +64,53 @@ export class CodedToolActivation implements Activation {
  * the caller did not set it, sly_data as the chat has it now, the changes it made applied to the chat's dict even when
  * it raised. Its exception is a tool error with the type and message; the traceback goes to the log with the failure.
  */
-async function runPythonTool(session: ChatSession, tool: PythonToolLocation, args: JsonObject, origin: Origin[]): Promise<string> {
+async function runPythonTool(session: ChatSession, spec: AgentSpec, tool: PythonToolLocation, args: JsonObject, origin: Origin[]): Promise<string> {
   const { module, file, className } = tool;
   const toolArgs = { origin: origin.map((step) => ({ tool: step.tool, instantiation_index: step.instantiationIndex })), ...args };
   const progress = (structure: JsonObject) => session.emit({ type: MessageType.AGENT_PROGRESS, origin, structure });
   try {
-    const answer = await session.request.python.call(session.slyData, { module, file, className, args: toolArgs }, progress, session.signal);
+    const target = { module, file, className, spec: spec.raw, args: toolArgs };
+    const answer = await session.request.python.call(session.slyData, target, progress, session.signal, pythonCallbacks(session, { origin, spec }));
     applySlyDataChanges(session.slyData, answer.slyData);
     return answer.result;
   } catch (error) {
     if (error instanceof PythonToolError) applySlyDataChanges(session.slyData, error.slyData);
     throw error;
   }
+}
+
+/**
+ * What a Python coded tool may ask of Axon while it runs: `use_tool` (neuro-san's BranchActivation.use_tool) runs a
+ * tool of its network over the sly_data the tool passed (a copy of its JSON values), answering the text and that
+ * sly_data as the called tool left it, for the Python side to update the dict it passed.
+ */
+function pythonCallbacks(session: ChatSession, caller: Caller): CallbackHandlers {
+  const reserving = isJsonObject(caller.spec.raw.allow) && caller.spec.raw.allow.reservations === true;
+  return {
+    use_tool: async (request, signal) => {
+      const { tool, args, sly_data: slyData } = request;
+      if (typeof tool !== "string" || tool === "") throw new Error("use_tool needs the name of a tool");
+      const scoped = session.forToolUse(isJsonObject(slyData) ? structuredClone(slyData) : {}, signal);
+      const text = await useTool(scoped, caller, tool, isJsonObject(args) ? args : {});
+      return { text, sly_data: scoped.slyData };
+    },
+    // The `reservationist` special arg's deploy: only for a tool whose spec says allow.reservations, as in neuro-san.
+    ...(reserving ? { deploy_reservations: (request) => deployReservations(session, request) } : {}),
+  };
+}
+
+/** What a Reservationist reserved, deployed as temporary networks owned by the network whose tool made them. */
+async function deployReservations(session: ChatSession, request: JsonObject): Promise<JsonObject> {
+  const deploy = session.services.deployTemporaryNetworks;
+  if (deploy === undefined) throw new AxonError(Code.FailedPrecondition, "RESERVATIONS_UNAVAILABLE", "this process keeps no temporary networks");
+  const written = Array.isArray(request.deployments) ? request.deployments.filter(isJsonObject) : [];
+  const deployments = written.map((deployment) => ({
+    name: String(deployment.name),
+    lifetimeSeconds: Number(deployment.lifetime_seconds),
+    spec: isJsonObject(deployment.spec) ? deployment.spec : {},
+  }));
+  const deployed = await deploy(`network:${session.network.name}`, deployments);
+  return { networks: deployed.map(({ name, expiresAt }) => ({ name, expires_at: expiresAt.getTime() / 1000 })) };
 }
 
 function notJson(message: string): AxonError {

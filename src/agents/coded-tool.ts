@@ -8,6 +8,12 @@ export interface CodedToolContext {
   metadata: Record<string, string>;
   /** Aborted when the chat is cancelled: long work should stop. */
   signal: AbortSignal;
+  /**
+   * Runs a tool of the network by name (an agent, a coded tool, `/network` or a URL, an MCP server's tool) with these
+   * arguments over this sly_data (the request's by default), as the LLM would call it; resolves with its answer text.
+   * neuro-san's `BranchActivation.use_tool`.
+   */
+  useTool(toolName: string, args?: JsonObject, slyData?: JsonObject): Promise<string>;
 }
 
 /** A coded tool class: `asyncInvoke` is preferred; `invoke` may also return a promise. */

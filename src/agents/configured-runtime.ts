@@ -6,6 +6,7 @@ import { PythonPool, pythonSettingsOf } from "./python/python-pool.js";
 import type { AgentRegistry } from "./registry.js";
 import { AgentRuntime } from "./runtime.js";
 import type { ToolCallHolds } from "./tool-call-holds.js";
+import type { DeployTemporaryNetworks } from "./temporary-networks.js";
 
 /** A runtime that owns processes: `close` ends its Python workers. */
 export interface ConfiguredRuntime extends ChatRunner {
@@ -23,6 +24,7 @@ export function createAgentRuntime(
   logger: Logger,
   /** Where tool calls wait for an operator (the chat thread's way to the broker). */
   holds?: ToolCallHolds,
+  deployTemporaryNetworks?: DeployTemporaryNetworks,
 ): ConfiguredRuntime {
   let providers: typeof import("../llm/providers.js") | undefined;
   let loading: Promise<typeof import("../llm/providers.js")> | undefined;
@@ -36,6 +38,7 @@ export function createAgentRuntime(
     maxConcurrentChats: config.maxConcurrentRequests,
     heartbeatSeconds: config.heartbeatSeconds,
     ...(holds === undefined ? {} : { holds }),
+    ...(deployTemporaryNetworks === undefined ? {} : { deployTemporaryNetworks }),
   });
   return {
     async start(turn) {

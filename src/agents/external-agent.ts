@@ -2,6 +2,7 @@ import { fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { ChatMessageSchema, type ChatMessage } from "../gen/neuro_san/api/grpc/chat_pb.js";
 import type { ChatSession, NetworkAnswer, NetworkInput } from "./chat-session.js";
 import type { AgentSpec } from "./agent-network.js";
+import { streamingChatEndpoint, urlReferenceOf } from "./external-urls.js";
 import { filterSlyData } from "./sly-data.js";
 import type { Activation, ToolCall } from "./tool-call.js";
 
@@ -44,8 +45,8 @@ export class ExternalAgentActivation implements Activation {
 }
 
 /**
- * One StreamingChat turn with a network on another server, over neuro-san's HTTP API:
- * `http://host:port/name` -> POST http://host:port/api/v1/name/streaming_chat, json-lines back. MINIMAL, unless its
+ * One StreamingChat turn with a network on another server, over neuro-san's HTTP API: `https://host/deep/name` ->
+ * POST https://host:443/api/v1/deep%2Fname/streaming_chat (see `urlReferenceOf`), json-lines back. MINIMAL, unless its
  * messages are to be forwarded (`onMessage`): then MAXIMAL, and each message but the final one goes there.
  */
 export async function callRemoteNetwork(
@@ -55,10 +56,9 @@ export async function callRemoteNetwork(
   signal: AbortSignal,
   onMessage?: (message: ChatMessage) => void,
 ): Promise<NetworkAnswer> {
-  const target = new URL(url);
-  const segments = target.pathname.split("/").filter(Boolean);
-  const network = segments.pop()!;
-  const endpoint = new URL(`${segments.map((s) => `/${s}`).join("")}/api/v1/${encodeURIComponent(network)}/streaming_chat`, target);
+  const target = urlReferenceOf(url);
+  if (target?.kind !== "other_server") throw new Error(`${url} names no network on another server`);
+  const endpoint = streamingChatEndpoint(target);
   const response = await fetch(endpoint, {
     method: "POST",
     headers: { "content-type": "application/json", ...metadata },

@@ -4,10 +4,12 @@ import path from "node:path";
 import { HoconError, parseHoconFile, type HoconOptions, type JsonObject, type JsonValue } from "./hocon.js";
 import { RegistryProblemsError, problemOfHoconError, problemsOfMissingIncludes, type RegistryProblem } from "./problem.js";
 import { isJsonObject } from "../json.js";
+import { periodicOf, type PeriodicInteraction } from "./periodic.js";
 
 /**
  * One line of the manifest. The value is `true` (served, public and an MCP tool), `false` (not served), or
- * `{serve, public, mcp}` where a missing `serve` or `public` means `true` and a missing `mcp` follows `public`.
+ * `{serve, public, mcp, mcp_name, periodic}` where a missing `serve` or `public` means `true` and a missing `mcp`
+ * follows `public`.
  */
 export interface ManifestEntry {
   /** The manifest that says how it is served (the last of several that name it). */
@@ -24,6 +26,8 @@ export interface ManifestEntry {
   mcp: boolean;
   /** `mcp_name` (or `mcp.name`): the MCP tool name instead of the one derived from `name`; it turns `mcp` on. */
   mcpName?: string;
+  /** `periodic`: the runs the server makes on a schedule, for a network whose front man's invocation is "event". */
+  periodic: PeriodicInteraction[];
 }
 
 export interface Manifest {
@@ -38,17 +42,18 @@ export interface Manifest {
 }
 
 const NETWORK_FILE = /\.(hocon|conf|json)$/i;
-const SWITCHES = ["serve", "public", "mcp", "mcp_name"];
-/** neuro-san keys Axon reads as switches' relatives but does not act on. */
-const IGNORED_SWITCHES = ["periodic"];
+const SWITCHES = ["serve", "public", "mcp", "mcp_name", "periodic"];
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
 
-/** `AGENT_MANIFEST_FILE` names one manifest, or several separated by `:` as neuro-san reads it. */
-export function manifestFilesOf(value: string): string[] {
+/**
+ * `AGENT_MANIFEST_FILE` names one manifest, or several: neuro-san separates them with spaces, neuro-san-studio's image
+ * joins them with `:`, and both are read.
+ */
+export function manifestFilesOf(value: string, root = process.cwd()): string[] {
   return value
-    .split(":")
+    .split(/[:\s]+/)
     .filter((file) => file !== "")
-    .map((file) => path.resolve(file));
+    .map((file) => path.resolve(root, file));
 }
 
 /**
@@ -118,6 +123,7 @@ export async function readManifest(manifestFile: string, options: HoconOptions =
       public: switches.public,
       mcp: switches.mcp,
       ...(switches.mcpName === undefined ? {} : { mcpName: switches.mcpName }),
+      periodic: switches.periodic,
     });
   }
   return { file, entries, problems, files: parsed.files };
@@ -154,7 +160,7 @@ function flattenEntries(value: JsonObject, prefix = ""): [string, JsonValue][] {
 }
 
 function hasSwitches(value: JsonObject): boolean {
-  return Object.keys(value).some((key) => SWITCHES.includes(key) || IGNORED_SWITCHES.includes(key));
+  return Object.keys(value).some((key) => SWITCHES.includes(key));
 }
 
 interface ServingSwitches {
@@ -162,11 +168,12 @@ interface ServingSwitches {
   public: boolean;
   mcp: boolean;
   mcpName?: string;
+  periodic: PeriodicInteraction[];
   warnings: string[];
 }
 
 function servingSwitches(value: JsonValue): ServingSwitches | string {
-  if (typeof value === "boolean") return { serve: value, public: value, mcp: value, warnings: [] };
+  if (typeof value === "boolean") return { serve: value, public: value, mcp: value, periodic: [], warnings: [] };
   if (!isJsonObject(value)) return "must be true, false or {serve, public, mcp}";
   const serve = value["serve"] ?? true;
   const listed = value["public"] ?? true;
@@ -177,10 +184,12 @@ function servingSwitches(value: JsonValue): ServingSwitches | string {
   if (mcpName !== undefined && (typeof mcpName !== "string" || mcpName === "")) return "mcp_name must be a non-empty string";
   const warnings = Object.keys(value)
     .filter((key) => !SWITCHES.includes(key))
-    .map((key) => (IGNORED_SWITCHES.includes(key) ? `${key} is not supported by Axon; the network runs only when a client chats with it` : `${key} is not a manifest key; ignored`));
+    .map((key) => `${key} is not a manifest key; ignored`);
+  const periodic = periodicOf(value["periodic"]);
+  warnings.push(...periodic.warnings);
   // A tool nobody may list would be pointless: mcp implies public. Naming the tool asks for it, unless mcp says no.
   const offered = mcp ?? (mcpName !== undefined || listed);
-  return { serve, public: listed || offered, mcp: offered, ...(mcpName === undefined ? {} : { mcpName }), warnings };
+  return { serve, public: listed || offered, mcp: offered, ...(mcpName === undefined ? {} : { mcpName }), periodic: periodic.interactions, warnings };
 }
 
 /** neuro-san's `mcp` is a boolean or `{enable, name}` (writing the object turns it on). */

@@ -1,6 +1,7 @@
 import type { AgentFunction, AgentNetwork, AgentSpec, AllowPolicy, ExternalTarget, McpServerReference, MiddlewareSpec, NetworkLimits, NodeKind, SlyDataGrant } from "./agent-network.js";
 import { CODED_TOOL_CLASS } from "./coded-tool-location.js";
 import type { JsonObject, JsonValue } from "./hocon.js";
+import { urlReferenceOf } from "./external-urls.js";
 import { networkNameProblem } from "./manifest.js";
 import { middlewareArgumentProblems } from "./middleware/catalog.js";
 import { neuroSanKeyProblems } from "./neuro-san-keys.js";
@@ -46,21 +47,16 @@ export function isMcpServerUrl(reference: string): boolean {
   return url.hostname.split(".").includes("mcp") || url.pathname.split("/").includes("mcp");
 }
 
-/** `/name` (also `/industry/macys`) or an http(s) URL; anything else is a local name. */
+/** `/name` (also `/industry/macys`) or an http(s) URL (see `urlReferenceOf`); anything else is a local name. */
 export function externalTargetOf(reference: string): ExternalTarget | undefined {
   if (reference.startsWith("/")) {
     const network = reference.slice(1);
     return networkNameProblem(network) === undefined ? { kind: "same_server", network } : undefined;
   }
   if (!/^https?:\/\//i.test(reference)) return undefined;
-  let url: URL;
-  try {
-    url = new URL(reference);
-  } catch {
-    return undefined;
-  }
-  const network = url.pathname.split("/").filter(Boolean).pop();
-  return network === undefined ? undefined : { kind: "other_server", url: reference, network };
+  const target = urlReferenceOf(reference);
+  if (target === undefined) return undefined;
+  return target.kind === "same_server" ? target : { kind: "other_server", url: reference, network: target.network };
 }
 
 export interface NetworkSource {

@@ -23,7 +23,7 @@ const AGENT_KEYS = new Set([
   "max_attempts",
 ]);
 
-const ALLOW_KEYS = new Set(["connectivity", "to_downstream", "from_downstream", "to_upstream"]);
+const ALLOW_KEYS = new Set(["connectivity", "to_downstream", "from_downstream", "to_upstream", "reservations"]);
 const ALLOW_DIRECTION_KEYS: Record<string, Set<string>> = {
   to_downstream: new Set(["sly_data"]),
   from_downstream: new Set(["sly_data", "messages"]),
@@ -35,7 +35,7 @@ const NOT_IMPLEMENTED: Record<string, string> = {
   verbose: "Axon's logging follows LOG_LEVEL alone",
   error_fragments: "answers are not searched for error fragments; they reach the caller as they are",
   request_timeout_seconds: "a chat is bounded by max_execution_seconds and the client's own deadline instead",
-  invocation: "the agent runs only when a client chats with it",
+  invocation: "Axon reads a front man's invocation from its function block (function.invocation), for the manifest's periodic",
 };
 
 /** What only the network's top level sets in Axon, when an agent spec sets it for itself. */

@@ -12,12 +12,16 @@ import { HoconError, parseHoconFile, type Environment, type HoconOptions, type J
 import { llmConfigProblems } from "./llm-config-problems.js";
 import { loadInfoFile, locateNamedFile, type LoadedInfo } from "./info-files.js";
 import { manifestFilesOf, readManifests, type ManifestEntry } from "./manifest.js";
+import type { PeriodicInteraction } from "./periodic.js";
+import { isJsonObject } from "../json.js";
 import { readMcpInfo, type McpInfo, type McpServerInfo } from "./mcp-client/mcp-info.js";
 import { nameMcpTools } from "./mcp-tool-names.js";
 import type { AgentFunction, AgentNetwork } from "./agent-network.js";
 import { buildNetwork } from "./network.js";
 import { RegistryProblemsError, describeProblem, problemOfHoconError, problemsOfMissingIncludes, type RegistryProblem } from "./problem.js";
 import { PythonLoadCheck } from "./python/python-check.js";
+import { buildTemporaryNetwork, isReservationName, type TemporaryNetworkSpec } from "./temporary-networks.js";
+import { safeToolName } from "./tool-names.js";
 import { DEFAULT_TOOLBOX } from "./toolbox/default-toolbox.js";
 import { readToolboxInfo, type Toolbox } from "./toolbox/toolbox-info.js";
 
@@ -42,6 +46,13 @@ export interface AgentRegistryOptions {
   mcpInfoFile?: string;
   /** `AGENT_LLM_INFO_FILE`: model names and classes for every network; a network's `llm_info_file` extends it. */
   llmInfoFile?: string;
+  /** What temporary networks' expiry is judged by; the system clock by default. */
+  clock?: { now(): Date };
+  /**
+   * Asked before a name shaped like a reserved one is answered as not served: a temporary network another replica
+   * just created may not have reached this one yet. It resolves once `setTemporaryNetworks` has the latest set.
+   */
+  refreshTemporaryNetworks?: () => Promise<void>;
 }
 
 /** One consistent view of the served networks; a reload builds a new one and swaps it in whole. */
@@ -56,9 +67,40 @@ interface Snapshot {
   mcpToolNames: ReadonlyMap<string, string>;
   /** Every file the snapshot was read from, with what it looked like then. */
   fingerprints: ReadonlyMap<string, string>;
+  /** The server's toolbox and LLM info: what temporary networks are built against. */
+  toolbox: Toolbox;
+  llmInfo: LlmInfo;
+  /** Network name -> the runs its manifest entry schedules (`periodic`), for the networks invoked by events. */
+  periodic: ReadonlyMap<string, readonly PeriodicInteraction[]>;
 }
 
-const EMPTY: Snapshot = { networks: new Map(), problems: [], mcpInfo: new Map(), llmInfos: new Map(), mcpToolNames: new Map(), fingerprints: new Map() };
+const EMPTY: Snapshot = {
+  networks: new Map(),
+  problems: [],
+  mcpInfo: new Map(),
+  llmInfos: new Map(),
+  mcpToolNames: new Map(),
+  fingerprints: new Map(),
+  toolbox: DEFAULT_TOOLBOX,
+  llmInfo: EMPTY_LLM_INFO,
+  periodic: new Map(),
+};
+
+/** A temporary network as served: built once, until it expires (epoch milliseconds). */
+interface ServedTemporary {
+  network: AgentNetwork;
+  expiresAt: number;
+}
+
+/** What is served now: the snapshot's networks, then the temporary ones that have not expired, until `until`. */
+interface View {
+  snapshot: Snapshot;
+  temporary: ReadonlyMap<string, ServedTemporary>;
+  networks: ReadonlyMap<string, AgentNetwork>;
+  mcpToolNames: ReadonlyMap<string, string>;
+  /** When the next temporary network expires (epoch milliseconds): the view is made again then. */
+  until: number;
+}
 
 /**
  * A network offered as an MCP tool, under the name neuro-san would give it. Its description is the front man's function
@@ -77,11 +119,14 @@ type NetworkInfoFiles = Map<string, Promise<LoadedInfo<unknown>>>;
  */
 export class AgentRegistry {
   private snapshot: Snapshot = EMPTY;
+  private temporary: ReadonlyMap<string, ServedTemporary> = new Map();
+  private served: View | undefined;
+  private readonly clock: { now(): Date };
   private reloads: Promise<unknown> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
   private checking = false;
   private readonly connectivityCache = new WeakMap<AgentNetwork, ConnectivityEntry[]>();
-  private readonly listings = new WeakMap<Snapshot, readonly AgentListing[]>();
+  private readonly listings = new WeakMap<View, readonly AgentListing[]>();
   private readonly manifestFiles: string[];
   private readonly hoconOptions: HoconOptions;
   private readonly pythonImportRoots: string[];
@@ -90,6 +135,7 @@ export class AgentRegistry {
   /** Serves nothing until its first `reload`; `AgentRegistry.load` does both. */
   constructor(private readonly options: AgentRegistryOptions) {
     this.manifestFiles = manifestFilesOf(options.manifestFile);
+    this.clock = options.clock ?? { now: () => new Date() };
     this.hoconOptions = {
       includeRoots: [...new Set(this.manifestFiles.map(checkoutRootOf))],
       projectRoot: path.resolve(options.projectRoot),
@@ -108,27 +154,47 @@ export class AgentRegistry {
   }
 
   get(name: string): AgentNetwork | undefined {
-    return this.snapshot.networks.get(name);
+    return this.view().networks.get(name);
   }
 
   /** Private networks too: they are callable, only unlisted. */
   require(name: string): AgentNetwork {
-    const network = this.snapshot.networks.get(name);
+    const network = this.get(name);
     if (network === undefined) throw agentNotFound(name);
     return network;
   }
 
-  /** Every served network, public or not, in manifest order. */
-  networks(): AgentNetwork[] {
-    return [...this.snapshot.networks.values()];
+  /**
+   * `get`, after catching up with the temporary networks when the name is shaped like a reserved one and not served
+   * here yet: for the ways in that can wait a moment (a chat, Function, Connectivity, an operation).
+   */
+  async find(name: string): Promise<AgentNetwork | undefined> {
+    const network = this.get(name);
+    const refresh = this.options.refreshTemporaryNetworks;
+    if (network !== undefined || refresh === undefined || !isReservationName(name)) return network;
+    await refresh();
+    return this.get(name);
   }
 
-  /** What List answers: public networks in manifest order; the same array until the networks change. */
+  /** `find`, throwing NOT_FOUND for a network not served. */
+  async resolve(name: string): Promise<AgentNetwork> {
+    const network = await this.find(name);
+    if (network === undefined) throw agentNotFound(name);
+    return network;
+  }
+
+  /** Every served network, public or not: the manifest's in its order, then the temporary ones. */
+  networks(): AgentNetwork[] {
+    return [...this.view().networks.values()];
+  }
+
+  /** What List answers: public networks in that order; the same array until the networks change. */
   listPublic(): readonly AgentListing[] {
-    let listings = this.listings.get(this.snapshot);
+    const view = this.view();
+    let listings = this.listings.get(view);
     if (listings === undefined) {
-      listings = Object.freeze(this.networks().filter((network) => network.public).map(listingOf));
-      this.listings.set(this.snapshot, listings);
+      listings = Object.freeze([...view.networks.values()].filter((network) => network.public).map(listingOf));
+      this.listings.set(view, listings);
     }
     return listings;
   }
@@ -138,7 +204,7 @@ export class AgentRegistry {
    * `mcp: false`, less those whose tool name another network holds.
    */
   listMcp(): McpListing[] {
-    const { mcpToolNames } = this.snapshot;
+    const { mcpToolNames } = this.view();
     return this.networks().flatMap((network) => {
       const toolName = mcpToolNames.get(network.name);
       if (toolName === undefined) return [];
@@ -147,9 +213,44 @@ export class AgentRegistry {
     });
   }
 
+  /**
+   * Serves these temporary networks from now on, in place of the previous set: each built once (as a network file is,
+   * against the server's toolbox and LLM info), each until it expires. One that cannot be built is left out and
+   * logged; `checkTemporaryNetwork` refuses such a spec before it is stored.
+   */
+  setTemporaryNetworks(specs: readonly TemporaryNetworkSpec[]): void {
+    const temporary = new Map<string, ServedTemporary>();
+    for (const spec of specs) {
+      const expiresAt = spec.expiresAt.getTime();
+      const known = this.temporary.get(spec.name);
+      if (known !== undefined && known.expiresAt === expiresAt) {
+        temporary.set(spec.name, known);
+        continue;
+      }
+      try {
+        temporary.set(spec.name, { network: buildTemporaryNetwork(spec, this.snapshot.toolbox, this.snapshot.llmInfo), expiresAt });
+      } catch (error) {
+        if (!(error instanceof RegistryProblemsError)) throw error;
+        this.log(error.problems, "temporary network not served");
+      }
+    }
+    this.temporary = temporary;
+  }
+
+  /** The runs manifests schedule (`periodic`), by network, for the served networks their front man lets events invoke. */
+  periodicRuns(): { network: string; interactions: readonly PeriodicInteraction[] }[] {
+    return [...this.snapshot.periodic].map(([network, interactions]) => ({ network, interactions }));
+  }
+
+  /** What would keep a temporary network from being served (thrown as RegistryProblemsError), else its warnings. */
+  checkTemporaryNetwork(spec: Omit<TemporaryNetworkSpec, "expiresAt">): RegistryProblem[] {
+    return buildTemporaryNetwork(spec, this.snapshot.toolbox, this.snapshot.llmInfo).warnings;
+  }
+
   /** The model names and classes a served network's llm_configs resolve against. */
   llmInfo(name: string): LlmInfo {
-    return this.snapshot.llmInfos.get(name) ?? EMPTY_LLM_INFO;
+    const { snapshot } = this;
+    return snapshot.llmInfos.get(name) ?? (this.temporary.has(name) ? snapshot.llmInfo : EMPTY_LLM_INFO);
   }
 
   /** How to reach an MCP server a network uses, from AGENT_MCP_INFO_FILE. */
@@ -157,7 +258,7 @@ export class AgentRegistry {
     return this.snapshot.mcpInfo.get(url);
   }
 
-  /** Computed once per loaded network; each call gets its own copy. */
+  /** Computed once per served network; each call gets its own copy. */
   connectivity(name: string): ConnectivityEntry[] {
     const network = this.require(name);
     let entries = this.connectivityCache.get(network);
@@ -206,6 +307,35 @@ export class AgentRegistry {
   close(): void {
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
+  }
+
+  /**
+   * The networks served now. Made again when the snapshot or the temporary set changes, or a temporary network
+   * expires; with no temporary networks, never on account of the clock.
+   */
+  private view(): View {
+    const { snapshot, temporary } = this;
+    const served = this.served;
+    if (served !== undefined && served.snapshot === snapshot && served.temporary === temporary && (served.until === Infinity || this.clock.now().getTime() < served.until)) {
+      return served;
+    }
+    const now = temporary.size === 0 ? 0 : this.clock.now().getTime();
+    const networks = new Map(snapshot.networks);
+    const mcpToolNames = new Map(snapshot.mcpToolNames);
+    const toolNamesTaken = new Set(mcpToolNames.values());
+    let until = Infinity;
+    for (const [name, { network, expiresAt }] of temporary) {
+      // The manifest's network of the same name wins: a reserved name never takes one over.
+      if (expiresAt <= now || networks.has(name)) continue;
+      networks.set(name, network);
+      until = Math.min(until, expiresAt);
+      const toolName = safeToolName(name);
+      if (network.public && !toolNamesTaken.has(toolName)) {
+        mcpToolNames.set(name, toolName);
+        toolNamesTaken.add(toolName);
+      }
+    }
+    return (this.served = { snapshot, temporary, networks, mcpToolNames, until });
   }
 
   private async checkForChanges(): Promise<void> {
@@ -279,6 +409,21 @@ export class AgentRegistry {
       }
     });
 
+    const periodic = new Map<string, readonly PeriodicInteraction[]>();
+    for (const entry of served) {
+      const network = networks.get(entry.name);
+      if (network === undefined || entry.periodic.length === 0) continue;
+      if (invokedByEvents(network)) periodic.set(entry.name, entry.periodic);
+      else {
+        problems.push({
+          file: entry.manifest,
+          key: entry.entry,
+          reason: `periodic is ignored: the front man of ${entry.name} is not invoked by events (its function.invocation is not "event")`,
+          severity: "warning",
+        });
+      }
+    }
+
     const offered = served.filter((entry) => entry.mcp && networks.has(entry.name));
     const publicNetworks = new Set([...networks.values()].filter((network) => network.public).map((network) => network.name));
     const mcpNaming = nameMcpTools(
@@ -288,7 +433,17 @@ export class AgentRegistry {
     problems.push(...mcpNaming.problems);
     const mcpToolNames = new Map([...mcpNaming.tools].map(([toolName, network]) => [network, toolName]));
 
-    this.snapshot = { networks, problems, mcpInfo: mcpInfo.value, llmInfos, mcpToolNames, fingerprints: await fingerprintsOf(files) };
+    this.snapshot = {
+      networks,
+      problems,
+      mcpInfo: mcpInfo.value,
+      llmInfos,
+      mcpToolNames,
+      fingerprints: await fingerprintsOf(files),
+      toolbox: toolbox.value,
+      llmInfo: llmInfo.value,
+      periodic,
+    };
     this.log(problems, "agent network problem");
     this.options.logger?.info(
       { manifest: manifest.file, networks: [...networks.keys()], problems: problems.length },
@@ -366,6 +521,12 @@ export class AgentRegistry {
       this.options.logger?.warn({ ...problem, problem: describeProblem(problem) }, problem.severity === "warning" ? "agent network warning" : message);
     }
   }
+}
+
+/** neuro-san runs `periodic` schedules only for a network whose front man is invoked by events. */
+function invokedByEvents(network: AgentNetwork): boolean {
+  const fn = network.frontMan.raw["function"];
+  return isJsonObject(fn) && fn["invocation"] === "event";
 }
 
 /** An LLM info file's problems are warnings: a bad entry is skipped, the rest of the file still counts. */

@@ -19,6 +19,7 @@ import { McpConnections } from "./mcp-client/mcp-connections.js";
 import { takeMcpCredentials } from "./mcp-client/request-credentials.js";
 import type { AgentNetwork, AgentSpec } from "./agent-network.js";
 import type { AgentRegistry } from "./registry.js";
+import type { DeployTemporaryNetworks } from "./temporary-networks.js";
 import { filterSlyData } from "./sly-data.js";
 import { extractStructure } from "./structure.js";
 import { traceAgent } from "../telemetry/genai-spans.js";
@@ -40,6 +41,8 @@ export interface AgentRuntimeOptions {
   heartbeatSeconds: number;
   /** Where tool calls wait for an operator; absent, HumanInTheLoopMiddleware refuses the calls it interrupts. */
   holds?: ToolCallHolds;
+  /** Where coded tools' Reservationists deploy temporary networks; without it they have none. */
+  deployTemporaryNetworks?: DeployTemporaryNetworks;
 }
 
 // A network calling `/other` calling `/other`... is bounded like any cycle.
@@ -63,6 +66,7 @@ export class AgentRuntime implements ChatRunner {
       runNetwork: (name, input, parent) => this.runNetwork(name, input, parent),
       ...(options.holds === undefined ? {} : { holds: options.holds }),
       logger: options.logger,
+      ...(options.deployTemporaryNetworks === undefined ? {} : { deployTemporaryNetworks: options.deployTemporaryNetworks }),
     };
   }
 

@@ -85,6 +85,9 @@ async function interactive(network: string, context: CliContext, turn: (text: st
     abort.abort();
     readline.close();
   });
+  // Piped input can end while a turn is still answering; on Node 24 a prompt after that throws (ERR_USE_AFTER_CLOSE).
+  let inputEnded = false;
+  readline.on("close", () => (inputEnded = true));
   if (tty) process.stderr.write(`Chatting with ${network}. Type quit or press Ctrl-D to end.\n`);
   let lastTurn: CliFailure | undefined;
   readline.prompt();
@@ -99,7 +102,7 @@ async function interactive(network: string, context: CliContext, turn: (text: st
         );
         if (lastTurn) process.stderr.write(failureLine(lastTurn));
       }
-      readline.prompt();
+      if (!inputEnded) readline.prompt();
     }
   } finally {
     readline.close();

@@ -1,6 +1,7 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { AxonError, Code } from "../errors.js";
 import { isJsonObject } from "../json.js";
+import { laxBoolean, laxNumber } from "./lax-scalars.js";
 import { classInInfo, EMPTY_LLM_INFO, modelInInfo, type LlmInfo } from "./llm-info.js";
 import { requestFieldsOf } from "./model-options.js";
 import { inferProviderClass, providerClassNamed, providerModelName, SUPPORTED_CLASSES, type ProviderClass } from "./model-names.js";
@@ -178,7 +179,7 @@ function resolveModelConfig(written: JsonObject, path: string, info: LlmInfo): M
     optionalString(config, "deployment_name", path) ?? optionalString(config, "azure_deployment", path);
   const organization = provider === "openai" ? optionalString(config, "openai_organization", path) : undefined;
   const region = provider === "bedrock" ? optionalString(config, "region_name", path) : undefined;
-  const streaming = config["streaming"];
+  const streaming = config["streaming"] === undefined ? undefined : laxBoolean(config["streaming"]);
   if (streaming !== undefined && typeof streaming !== "boolean") throw invalidConfig(`${path}.streaming`, "a boolean");
 
   // What is left is this provider's model options: each reaches the request body or is refused here.
@@ -260,8 +261,9 @@ function optionalString(config: JsonObject, key: string, path: string): string |
 }
 
 function optionalNumber(config: JsonObject, key: string, path: string): number | undefined {
-  const value = config[key];
-  if (value === undefined || value === null) return undefined;
+  const written = config[key];
+  if (written === undefined || written === null) return undefined;
+  const value = laxNumber(written);
   if (typeof value !== "number" || !Number.isFinite(value)) throw invalidConfig(`${path}.${key}`, "a number");
   return value;
 }

@@ -1,5 +1,6 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { isJsonObject } from "../json.js";
+import { laxBoolean, laxNumber } from "./lax-scalars.js";
 import type { ProviderClass } from "./model-names.js";
 
 /**
@@ -33,6 +34,13 @@ const oneOf =
 
 /** An option sent as is, under its own name. */
 const field = (check: Check): Option => ({ check });
+
+/** What pydantic reads for the fields of these types (see lax-scalars.ts), applied before the check. */
+const LAX_READS = new Map<Check, (value: JsonValue) => JsonValue>([
+  [number, laxNumber],
+  [integer, laxNumber],
+  [boolean, laxBoolean],
+]);
 
 const NOT_COUNTED = { unsupported: "Axon counts tokens from the provider's own usage report" };
 const NO_PROXY = { unsupported: "Axon has no per-model proxy" };
@@ -191,18 +199,19 @@ export type OptionRefusal = { key: string; expected: string } | { key: string; u
 export function requestFieldsOf(provider: ProviderClass, options: JsonObject): { fields: JsonObject } | { refused: OptionRefusal } {
   const table = OPTIONS[provider];
   const fields: JsonObject = {};
-  for (const [key, value] of Object.entries(options)) {
-    if (value === null) continue;
+  for (const [key, written] of Object.entries(options)) {
+    if (written === null) continue;
     const option = Object.hasOwn(table, key) ? table[key] : undefined;
     if (option === undefined) return { refused: { key, unsupported: `${provider} models take no such option in Axon` } };
     // neuro-san's own tables write "" for some unset defaults (system_prompt_with_tools, model_version).
     if ("unsupported" in option) {
-      if (value === "") continue;
+      if (written === "") continue;
       return { refused: { key, unsupported: option.unsupported } };
     }
-    const wrong = option.check(value);
+    const read = LAX_READS.get(option.check)?.(written) ?? written;
+    const wrong = option.check(read);
     if (wrong !== undefined) return { refused: { key, expected: wrong } };
-    const sent = option.send === undefined ? { [key]: value } : option.send(value);
+    const sent = option.send === undefined ? { [key]: read } : option.send(read);
     for (const [name, part] of Object.entries(sent)) {
       const existing = fields[name];
       fields[name] = isJsonObject(existing) && isJsonObject(part) ? { ...existing, ...part } : (part as JsonValue);

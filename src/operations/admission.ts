@@ -26,8 +26,18 @@ export interface GlobalLimits {
   globalExecuting: number;
 }
 
-export interface AdmissionLimits extends ClientLimits, GlobalLimits {
-  clients: Record<string, Partial<ClientLimits>>;
+/** What chat completions on `/v1` are held to, per client; any of them can be overridden per client too. */
+export interface InferenceLimits {
+  /** Chat completions per window (the same `windowSeconds`), counted by each replica in memory. */
+  inferenceRequestsPerWindow: number;
+  /** Chat completions answering at once, counted by each replica in memory. */
+  inferenceInFlight: number;
+  /** Tokens per UTC day, counted in the database across replicas; Infinity = no budget. */
+  inferenceTokensPerDay: number;
+}
+
+export interface AdmissionLimits extends ClientLimits, GlobalLimits, InferenceLimits {
+  clients: Record<string, Partial<ClientLimits & InferenceLimits>>;
 }
 
 export const defaultAdmissionLimits: AdmissionLimits = {
@@ -37,6 +47,9 @@ export const defaultAdmissionLimits: AdmissionLimits = {
   clientPending: 10,
   globalActive: 512,
   globalExecuting: 64,
+  inferenceRequestsPerWindow: 600,
+  inferenceInFlight: 16,
+  inferenceTokensPerDay: Number.POSITIVE_INFINITY,
   clients: {},
 };
 
@@ -86,6 +99,17 @@ export function limitsFor(limits: AdmissionLimits, clientId: string): ClientLimi
     clientPending: overrides?.clientPending ?? limits.clientPending,
     globalActive: limits.globalActive,
     globalExecuting: limits.globalExecuting,
+  };
+}
+
+/** The client's effective limits on `/v1`, with the window its rate is counted in. */
+export function inferenceLimitsFor(limits: AdmissionLimits, clientId: string): InferenceLimits & { windowSeconds: number } {
+  const overrides = Object.hasOwn(limits.clients, clientId) ? limits.clients[clientId] : undefined;
+  return {
+    inferenceRequestsPerWindow: overrides?.inferenceRequestsPerWindow ?? limits.inferenceRequestsPerWindow,
+    inferenceInFlight: overrides?.inferenceInFlight ?? limits.inferenceInFlight,
+    inferenceTokensPerDay: overrides?.inferenceTokensPerDay ?? limits.inferenceTokensPerDay,
+    windowSeconds: overrides?.windowSeconds ?? limits.windowSeconds,
   };
 }
 
@@ -220,6 +244,9 @@ const clientKeys = {
   window_seconds: "windowSeconds",
   client_active: "clientActive",
   client_pending: "clientPending",
+  inference_requests_per_window: "inferenceRequestsPerWindow",
+  inference_in_flight: "inferenceInFlight",
+  inference_tokens_per_day: "inferenceTokensPerDay",
 } as const;
 const globalKeys = { global_active: "globalActive", global_executing: "globalExecuting" } as const;
 
@@ -258,7 +285,7 @@ export function parseAdmissionLimits(document: unknown, file: string): Admission
       const key = `clients.${name}`;
       if (!CLIENT_NAME.test(name)) fail(key, "is not a client name (letters, digits, dot, underscore, dash; up to 64)");
       if (!isJsonObject(raw)) return fail(key, "must be an object of limits");
-      const overrides: Partial<ClientLimits> = {};
+      const overrides: Partial<ClientLimits & InferenceLimits> = {};
       for (const [field, value] of Object.entries(raw)) {
         if (Object.hasOwn(clientKeys, field)) overrides[clientKeys[field as keyof typeof clientKeys]] = limit(value, `${key}.${field}`, fail);
         else if (Object.hasOwn(globalKeys, field)) fail(`${key}.${field}`, "is a global limit and cannot be set per client");

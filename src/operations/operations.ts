@@ -6,6 +6,10 @@ import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { Database } from "../store/database.js";
 import { waitForDatabase } from "../store/database-wait.js";
+import { databaseTokenStore } from "../inference/daily-tokens.js";
+import { createInference, type Inference } from "../inference/inference.js";
+import { inferenceOperations } from "../inference/native-operations.js";
+import { loadUpstreams } from "../inference/upstreams.js";
 import { loadAdmissionLimits } from "./admission.js";
 import { ApprovalAnnouncer, loadApprovalWebhooks } from "./approval-webhooks.js";
 import { OperationsBroker } from "./broker.js";
@@ -13,10 +17,11 @@ import { systemClock, type Clock } from "./clock.js";
 import { newId } from "./lifecycle.js";
 import { Notifier } from "./notifier.js";
 import { OnceOpen } from "./once-open.js";
-import { loadPolicy, operationsAvailableTo } from "./policy.js";
+import { loadPolicy, operationsAvailableTo, type Policy } from "./policy.js";
 import { AgentChatProvider } from "./providers/agent-chat.js";
 import { loadCredentials } from "./providers/credentials.js";
 import { HttpRequestProvider } from "./providers/http-request.js";
+import { nativeProvider } from "./providers/native.js";
 import { ProviderRegistry } from "./providers/registry.js";
 import { agentToolCallProvider } from "./providers/agent-tool-call.js";
 import { operationsStore } from "./store.js";
@@ -45,6 +50,12 @@ export interface Operations {
   operationsFor(clientId: string): string[];
   /** Which agent networks each principal may see (AXON_NETWORK_ACCESS_FILE). */
   access: NetworkAccess;
+  /** Who may do what (AXON_POLICY_FILE): also what temporary networks ask for `network.reserve`. */
+  policy: Policy;
+  /** The lifecycle's clock. */
+  clock: Clock;
+  /** OpenAI's `/v1`: the model upstreams (AXON_INFERENCE_FILE), admission and each client's tokens today. */
+  inference: Inference;
   close(): Promise<void>;
 }
 
@@ -62,17 +73,20 @@ export async function startOperations(
   const operators = await loadPrincipals(config.operatorsFile, "operator", { generateIfMissing: { names: ["admin"] }, logger });
   assertSeparateSecrets(clients.principals, operators.principals);
 
-  const [policy, admission, credentials, access, webhooks] = await Promise.all([
+  const [policy, admission, credentials, access, upstreams, webhooks] = await Promise.all([
     loadPolicy(config.policyFile, { projectRoot: config.projectRoot }),
     loadAdmissionLimits(config.admissionFile, { projectRoot: config.projectRoot }),
     loadCredentials(config.credentialsFile, deps.env, { projectRoot: config.projectRoot }),
     loadNetworkAccess(config.networkAccessFile, { projectRoot: config.projectRoot }),
+    loadUpstreams(config.inferenceFile, deps.env, { projectRoot: config.projectRoot }),
     loadApprovalWebhooks(config.approvalWebhooksFile, deps.env, { projectRoot: config.projectRoot }),
   ]);
   const announcer = webhooks.length > 0 ? new ApprovalAnnouncer({ hooks: webhooks, logger }) : undefined;
   const clock = deps.clock ?? systemClock;
   const parts = { database: new OnceOpen<Database>(), broker: new OnceOpen<OperationsBroker>(), worker: new OnceOpen<ExecutionWorker>(), transfers: new OnceOpen<Transfers>() };
   let closeAssembled: (() => Promise<void>) | undefined;
+  // Its token counts are read and written only once the database is open (before, a budget check is an outage).
+  const inference = createInference({ upstreams, limits: admission, tokenStore: databaseTokenStore(parts.database.standIn), clock, logger });
 
   // Sealed bodies are opened at execution, which begins only once the database is open.
   const sealedBodies = { consume: (clientId: string, id: string) => parts.transfers.get().sealedPayloads.consume(clientId, id) };
@@ -80,6 +94,7 @@ export async function startOperations(
     new AgentChatProvider({ registry: deps.registry, access, chats: deps.chats }),
     new HttpRequestProvider({ credentials, sealedBodies, timeoutMs: config.httpRequestTimeoutSeconds * 1000 }),
     agentToolCallProvider,
+    ...inferenceOperations.map(nativeProvider),
   ]);
 
   const assemble = async (database: Database): Promise<void> => {
@@ -114,6 +129,7 @@ export async function startOperations(
       clearInterval(sweeper);
       await worker.stop();
       await broker.native.flush();
+      await inference.tokens.flush();
       await announcer?.close();
       await replicas?.close();
       transfers.close();
@@ -143,6 +159,9 @@ export async function startOperations(
     ],
     operationsFor: (clientId) => operationsAvailableTo(policy, clientId, providers.submittable()),
     access,
+    policy,
+    clock,
+    inference,
     async close() {
       waiting.stop();
       await opened.catch(() => undefined);

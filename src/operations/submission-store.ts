@@ -195,7 +195,9 @@ async function writeInOneBatch(store: StoreClient, plan: PlannedSubmission): Pro
   const sql = dialects.sqlite;
   const now = op.createdAt;
   const written = Prisma.sql`EXISTS (SELECT 1 FROM "Operation" WHERE "id" = ${op.id})`;
-  const used = windowGrant === undefined ? Prisma.empty : Prisma.sql`AND EXISTS (SELECT 1 FROM "Grant" WHERE "id" = ${windowGrant.id} AND "revision" = ${windowGrant.revision + 1})`;
+  // The statement before took the use, or not: its own count says so (the grant's revision may have moved on by
+  // another writer's change to exactly the one a taken use gives it).
+  const used = windowGrant === undefined ? Prisma.empty : Prisma.sql`AND changes() = 1`;
   const grantUsedAudit =
     windowGrant === undefined
       ? Prisma.empty

@@ -10,16 +10,16 @@ import { pathAgentNameKey, principalKey, requestMetadataKey, streamStartKey } fr
 
 /** AgentService: protobuf in, domain calls, protobuf out. Errors are mapped by the interceptor. */
 export function agentService(registry: AgentRegistry, chats: ChatRunner, access: NetworkAccess): ServiceImpl<typeof AgentService> {
-  const networkOf = (agentName: string, context: HandlerContext): AgentNetwork => callableNetwork(registry, access, agentName, context);
+  const networkOf = (agentName: string, context: HandlerContext): Promise<AgentNetwork> => callableNetwork(registry, access, agentName, context);
   return {
-    function(request, context) {
-      const network = networkOf(request.agentName, context);
+    async function(request, context) {
+      const network = await networkOf(request.agentName, context);
       const spec = registry.function(network.name);
       return Object.keys(spec).length > 0 ? { function: spec } : {};
     },
 
-    connectivity(request, context) {
-      const network = networkOf(request.agentName, context);
+    async connectivity(request, context) {
+      const network = await networkOf(request.agentName, context);
       // The network's metadata as neuro-san reports it (description, tags, sample_queries, ...): clients show it.
       // A network without any sends none, so REST answers no `metadata: {}` neuro-san never sent.
       const { metadata } = network;
@@ -27,7 +27,7 @@ export function agentService(registry: AgentRegistry, chats: ChatRunner, access:
     },
 
     async *streamingChat(request, context) {
-      const network = networkOf(request.agentName, context);
+      const network = await networkOf(request.agentName, context);
       const messages = await chats.start({
         network,
         text: request.userMessage?.text ?? "",
@@ -59,7 +59,7 @@ function principalOf(context: HandlerContext): { clientId?: string } {
  * The network a call is about: the `agent_name` field, or neuro-san's `/<agent>.AgentService/<Method>` path. One the
  * caller may not see is answered exactly as one that does not exist, so that its existence does not leak.
  */
-function callableNetwork(registry: AgentRegistry, access: NetworkAccess, agentName: string, context: HandlerContext): AgentNetwork {
+async function callableNetwork(registry: AgentRegistry, access: NetworkAccess, agentName: string, context: HandlerContext): Promise<AgentNetwork> {
   const name = agentName || context.values.get(pathAgentNameKey);
   if (!name) {
     throw invalidArgument("AGENT_NAME_REQUIRED", "agent_name is required", [
@@ -67,5 +67,5 @@ function callableNetwork(registry: AgentRegistry, access: NetworkAccess, agentNa
     ]);
   }
   if (!access.allows(context.values.get(principalKey)?.name, name)) throw agentNotFound(name);
-  return registry.require(name);
+  return registry.resolve(name);
 }

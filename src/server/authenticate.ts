@@ -4,6 +4,7 @@ import { JwtVerifier } from "../auth/jwt.js";
 import { parseBearer, PRINCIPAL_NAME, type Principal, type PrincipalKind, type PrincipalSet } from "../auth/principals.js";
 import { AxonError } from "../errors.js";
 import { AgentOperationsService } from "../gen/axon/agent/v1/agent_pb.js";
+import { TemporaryNetworkService } from "../gen/axon/networks/v1/temporary_networks_pb.js";
 import { OperatorService } from "../gen/axon/operator/v1/operator_pb.js";
 import { AgentService } from "../gen/neuro_san/api/grpc/agent_pb.js";
 import { ConciergeService } from "../gen/neuro_san/api/grpc/concierge_pb.js";
@@ -91,12 +92,14 @@ function refuse(kind: PrincipalKind): never {
 export type ServiceAuthenticator = (service: DescService, credentials: Credentials) => Principal | undefined | Promise<Principal | undefined>;
 
 /**
- * Authentication comes before every other check: the agent surface takes a client, the operator surface an operator.
+ * Authentication comes before every other check: the agent surface (and temporary networks) takes a client, the
+ * operator surface an operator.
  * The neuro-san surface names its caller when it can; health and reflection are open.
  */
 export function serviceAuthenticator(authenticator: Authenticator): ServiceAuthenticator {
   const bySurface = new Map<string, (credentials: Credentials) => Principal | undefined | Promise<Principal | undefined>>([
     [AgentOperationsService.typeName, (credentials) => authenticator.client(credentials)],
+    [TemporaryNetworkService.typeName, (credentials) => authenticator.client(credentials)],
     [OperatorService.typeName, (credentials) => authenticator.operator(credentials)],
     [AgentService.typeName, (credentials) => authenticator.neuroSanCaller(credentials)],
     [ConciergeService.typeName, (credentials) => authenticator.neuroSanCaller(credentials)],

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { createRegistry, toBinary, type DescFile, type DescService } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema, file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
 import { AgentOperationsService } from "../gen/axon/agent/v1/agent_pb.js";
+import { TemporaryNetworkService } from "../gen/axon/networks/v1/temporary_networks_pb.js";
 import { OperatorService } from "../gen/axon/operator/v1/operator_pb.js";
 import { file_google_rpc_error_details } from "../gen/google/rpc/error_details_pb.js";
 import { file_google_rpc_status } from "../gen/google/rpc/status_pb.js";
@@ -12,7 +13,7 @@ import { AgentService } from "../gen/neuro_san/api/grpc/agent_pb.js";
 import { ConciergeService } from "../gen/neuro_san/api/grpc/concierge_pb.js";
 
 /** The services whose `google.api.http` rules become REST routes and OpenAPI paths. */
-export const restServices: readonly DescService[] = [ConciergeService, AgentService, AgentOperationsService, OperatorService];
+export const restServices: readonly DescService[] = [ConciergeService, AgentService, AgentOperationsService, OperatorService, TemporaryNetworkService];
 
 /** Every service this server answers, for reflection and health. */
 export const servedServices: readonly DescService[] = [...restServices, Health, ServerReflection, ServerReflectionV1Alpha];

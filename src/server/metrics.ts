@@ -95,6 +95,8 @@ export class Metrics {
   // gen_ai.client.token.usage and gen_ai.client.operation.duration, named as Prometheus exports OpenTelemetry metrics.
   private readonly tokenUsage = new Histogram("gen_ai_client_token_usage", "Tokens used per model call, by provider, model and token type.", tokenBuckets);
   private readonly llmDuration = new Histogram("gen_ai_client_operation_duration_seconds", "Time of each model call, by provider and model.", durationBuckets);
+  private readonly inferenceCalls = new Map<string, number>();
+  private readonly inferenceTokens = new Map<string, number>();
 
   /** Counts one model call (in whichever thread it ran). */
   llmCall(record: LlmCallRecord): void {
@@ -103,6 +105,18 @@ export class Metrics {
     if (record.usage === undefined) return;
     this.tokenUsage.observe(`${labels},gen_ai_token_type="input"`, record.usage.inputTokens);
     this.tokenUsage.observe(`${labels},gen_ai_token_type="output"`, record.usage.outputTokens);
+  }
+
+  /** Counts one chat completion on `/v1` and the tokens it used, by client and model (a brokered model or `axon/<network>`). */
+  inferenceCall(record: { client: string; model: string; status: number; promptTokens: number; completionTokens: number }): void {
+    const labels = `client="${escapeLabel(record.client)}",model="${escapeLabel(record.model)}"`;
+    const calls = `${labels},status="${record.status}"`;
+    this.inferenceCalls.set(calls, (this.inferenceCalls.get(calls) ?? 0) + 1);
+    for (const [type, tokens] of [["input", record.promptTokens], ["output", record.completionTokens]] as const) {
+      if (tokens <= 0) continue;
+      const series = `${labels},type="${type}"`;
+      this.inferenceTokens.set(series, (this.inferenceTokens.get(series) ?? 0) + tokens);
+    }
   }
 
   forRoute(route: string, protocol: Protocol): RouteMetrics {
@@ -145,7 +159,15 @@ export class Metrics {
       return registry;
     });
     const process = await (await this.processMetrics).metrics();
-    return `${[...requests, ...latency, ...streams, ...this.tokenUsage.render(), ...this.llmDuration.render()].join("\n")}\n\n${process}`;
+    const inference = [
+      "# HELP axon_inference_requests_total Chat completions on /v1 by client, model and HTTP status.",
+      "# TYPE axon_inference_requests_total counter",
+      ...[...this.inferenceCalls].map(([labels, total]) => `axon_inference_requests_total{${labels}} ${total}`),
+      "# HELP axon_inference_tokens_total Tokens used by chat completions on /v1, by client, model and type (input, output).",
+      "# TYPE axon_inference_tokens_total counter",
+      ...[...this.inferenceTokens].map(([labels, total]) => `axon_inference_tokens_total{${labels}} ${total}`),
+    ];
+    return `${[...requests, ...latency, ...streams, ...this.tokenUsage.render(), ...this.llmDuration.render(), ...inference].join("\n")}\n\n${process}`;
   }
 }
 

@@ -10,12 +10,16 @@ import { ConciergeService } from "../gen/neuro_san/api/grpc/concierge_pb.js";
 import type { NetworkAccess } from "../auth/network-access.js";
 import type { PrincipalSet } from "../auth/principals.js";
 import { AgentOperationsService } from "../gen/axon/agent/v1/agent_pb.js";
+import { TemporaryNetworkService } from "../gen/axon/networks/v1/temporary_networks_pb.js";
 import { OperatorService } from "../gen/axon/operator/v1/operator_pb.js";
 import type { OperationsBroker } from "../operations/broker.js";
 import type { Transfers } from "../operations/transfers/transfers.js";
+import type { TemporaryNetworks } from "../reservations/temporary-networks.js";
+import type { Inference } from "../inference/inference.js";
 import { agentOperationsService, type Descriptor } from "./agent-operations-service.js";
 import { agentService } from "./agent-service.js";
 import { operatorService } from "./operator-service.js";
+import { temporaryNetworkService } from "./temporary-network-service.js";
 import { conciergeService } from "./concierge-service.js";
 import { servedFiles, servedServices } from "./descriptors.js";
 import { healthService, type HealthState } from "./health.js";
@@ -38,6 +42,10 @@ export interface OperationsSurface {
   principals: { clients: PrincipalSet; operators: PrincipalSet };
   /** Which agent networks each principal may see, on every way into a network. */
   access: NetworkAccess;
+  /** Temporary networks (neuro-san's reservations), kept in the database. */
+  temporaryNetworks: TemporaryNetworks;
+  /** OpenAI's `/v1`: brokered models and agent networks as models. */
+  inference: Inference;
 }
 
 /** A service and its implementation. */
@@ -53,6 +61,7 @@ export function serviceImplementations({ registry, chats, health, operations }: 
     implement(AgentService, agentService(registry, chats, operations.access)),
     implement(AgentOperationsService, refusingUnstorable(AgentOperationsService, agentOperationsService(operations.broker, operations.descriptor))),
     implement(OperatorService, refusingUnstorable(OperatorService, operatorService(operations.broker))),
+    implement(TemporaryNetworkService, temporaryNetworkService(operations.temporaryNetworks)),
     implement(Health, healthService(health)),
     implement(ServerReflection, reflectionServiceV1(servedFiles, servedServices)),
     implement(ServerReflectionV1Alpha, reflectionServiceV1Alpha(servedFiles, servedServices)),

@@ -36,6 +36,8 @@ import { rpcFramingOf, unknownRpc, unsupportedEncoding, unsupportedEncodingError
 import { requestPath, RpcMethods, type ResolvedMethod } from "./rpc-methods.js";
 import { toConnectError } from "./status.js";
 import { createTransferRoutes } from "./transfer-routes.js";
+import { createInferenceRoutes } from "../inference/inference-routes.js";
+import type { NativeCall } from "../operations/native-calls.js";
 import { isStrictService } from "./strict/contract.js";
 import { refuseUndecodable } from "./undecodable.js";
 import { serveWebConsole } from "./web-console.js";
@@ -110,6 +112,12 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
   const rest = createRestTranscoder({ services: restServices.filter(served), methods, ...direct });
   const webConsole = serveWebConsole();
   const transferRoutes = createTransferRoutes({ transfers: options.operations.transfers, authenticator, logger });
+  // The broker is a stand-in until the database opens: its native calls are looked up per call.
+  const native = { request: (call: NativeCall) => options.operations.broker.native.request(call) };
+  const inferenceRoutes = createInferenceRoutes({
+    ...{ inference: options.operations.inference, native, authenticator, metrics, logger },
+    ...{ registry: options.registry, chats: options.chats, access: options.operations.access, maxRequestBytes: config.maxRequestBytes },
+  });
   let mcp: Promise<McpHandler> | undefined;
   const mcpHandler = (): Promise<McpHandler> =>
     (mcp ??= import("../mcp/http-transport.js").then(({ createMcpHandler }) =>
@@ -206,6 +214,8 @@ export async function startServer(options: AxonServerOptions): Promise<AxonServe
       return connectUnary(req, res, rpc) ?? serveOnConnectNode(req, res, rpc);
     }
     if (path === mcpPath && config.mcpEnable) return void (await (await mcpHandler()).handle(req, res));
+    // OpenAI's /v1 is no REST template's prefix: its calls, whose latency is measured against a bare relay's, skip the REST lookup.
+    if (path.startsWith("/v1/")) return void (await inferenceRoutes.handle(req, res));
     // No REST template names a transfer or a console path: REST, which most calls are, is asked first.
     if (await rest.handle(req, res)) return;
     if (await transferRoutes.handle(req, res)) return;

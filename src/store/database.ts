@@ -21,6 +21,7 @@ export type {
   Operation,
   Principal,
   SealedPayload,
+  TemporaryNetwork,
   TransferChunk,
   TransferStream,
 } from "../gen/prisma/sqlite/client.js";

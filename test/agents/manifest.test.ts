@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 
-import { readManifest } from "../../src/agents/manifest.js";
+import { manifestFilesOf, readManifest } from "../../src/agents/manifest.js";
 import { RegistryProblemsError } from "../../src/agents/problem.js";
 import { NetworkFolder } from "./fixture.js";
 
@@ -14,6 +14,12 @@ async function manifestOf(text: string) {
   folder = await NetworkFolder.create({ "registries/manifest.hocon": text });
   return readManifest(folder.path("registries/manifest.hocon"));
 }
+
+describe("AGENT_MANIFEST_FILE", () => {
+  it("names several manifests separated by spaces (neuro-san) or colons (neuro-san-studio's image), each against the root", () => {
+    expect(manifestFilesOf("a/manifest.hocon  /etc/b.hocon:c.hocon\n", "/srv")).toEqual(["/srv/a/manifest.hocon", "/etc/b.hocon", "/srv/c.hocon"]);
+  });
+});
 
 describe("the manifest", () => {
   it("reads true as served and public, false as not served, and {serve, public} as written", async () => {
@@ -51,6 +57,7 @@ describe("the manifest", () => {
         serve: true,
         public: true,
         mcp: true,
+        periodic: [],
       },
       {
         manifest: folder!.path("registries/manifest.hocon"),
@@ -60,6 +67,7 @@ describe("the manifest", () => {
         serve: true,
         public: true,
         mcp: true,
+        periodic: [],
       },
     ]);
   });
@@ -98,12 +106,25 @@ describe("the manifest", () => {
   });
 
   it("warns about keys it does not know and still serves the network", async () => {
-    const manifest = await manifestOf(`"ticker.hocon": {serve: true, periodic: "*/5 * * * *", colour: "blue"}`);
+    const manifest = await manifestOf(`"ticker.hocon": {serve: true, colour: "blue"}`);
     expect(manifest.entries.map((entry) => entry.name)).toEqual(["ticker"]);
     const file = folder!.path("registries/manifest.hocon");
+    expect(manifest.problems).toEqual([{ file, key: "ticker.hocon", reason: "colour is not a manifest key; ignored", severity: "warning" }]);
+  });
+
+  it("reads periodic into the runs it schedules, warning about what it cannot run", async () => {
+    const manifest = await manifestOf(`"ticker.hocon": {periodic: "*/5 * * * *"}, "nightly.hocon": {periodic: {interactions: [{cron_schedule: "0 0 * * *"}, {cron_schedule: "nope"}]}}`);
+    expect(manifest.entries.map((entry) => [entry.name, entry.periodic.map((interaction) => interaction.cronSchedule)])).toEqual([
+      ["ticker", ["*/5 * * * *"]],
+      ["nightly", ["0 0 * * *"]],
+    ]);
     expect(manifest.problems).toEqual([
-      { file, key: "ticker.hocon", reason: "periodic is not supported by Axon; the network runs only when a client chats with it", severity: "warning" },
-      { file, key: "ticker.hocon", reason: "colour is not a manifest key; ignored", severity: "warning" },
+      {
+        file: folder!.path("registries/manifest.hocon"),
+        key: "nightly.hocon",
+        reason: 'periodic.interactions[1]: cron_schedule "nope": a cron schedule has 5 or 6 fields, this one 1; it is not scheduled',
+        severity: "warning",
+      },
     ]);
   });
 

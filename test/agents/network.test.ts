@@ -311,7 +311,7 @@ describe("neuro-san keys Axon does not implement", () => {
     expect(warnings).toEqual([
       ["request_timeout_seconds", expect.stringContaining("network example: Axon does not implement request_timeout_seconds")],
       ["tools[0].verbose", expect.stringContaining("LOG_LEVEL")],
-      ["tools[0].invocation", expect.stringContaining("only when a client chats")],
+      ["tools[0].invocation", expect.stringContaining("function.invocation")],
       ["tools[0].max_execution_seconds", expect.stringContaining("the network's value applies")],
       ["tools[0].intructions", "network example: intructions is not a key Axon knows; ignored"],
       ["tools[0].allow.from_downstream.extra", expect.stringContaining("not a key Axon knows")],

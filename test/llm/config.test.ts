@@ -157,6 +157,11 @@ describe("the chain of models an llm_config describes", () => {
     });
   });
 
+  it("reads numbers and booleans written as strings, as neuro-san's pydantic models do", () => {
+    const [config] = resolveLlmChain({ model_name: "gpt-4o-mini", temperature: "0.5", max_tokens: " 512 ", max_retries: "1", streaming: "True", top_p: "0.9", logprobs: "no" });
+    expect(config).toMatchObject({ temperature: 0.5, maxTokens: 512, maxRetries: 1, streaming: true, requestFields: { top_p: 0.9, logprobs: false } });
+  });
+
   it("the primary comes first, then the fallbacks, which inherit settings but not endpoints", () => {
     const chain = resolveLlmChain({
       model_name: "llama3.1",
@@ -182,7 +187,9 @@ describe("the chain of models an llm_config describes", () => {
     [{ fallbacks: [] }, "fallbacks"],
     [{ temperature: "hot" }, "llm_config.temperature"],
     [{ max_tokens: 0 }, "llm_config.max_tokens"],
-    [{ streaming: "yes" }, "llm_config.streaming"],
+    [{ streaming: "sometimes" }, "llm_config.streaming"],
+    [{ temperature: "0.5x" }, "llm_config.temperature"],
+    [{ max_tokens: "12.5" }, "llm_config.max_tokens"],
   ])("refuses %j, naming %s", (config, key) => {
     const error = thrown(() => resolveLlmChain(config));
     expect(error.reason).toBe("LLM_CONFIG_INVALID");

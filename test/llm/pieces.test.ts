@@ -31,7 +31,27 @@ describe("tool arguments", () => {
   it("turns an agent's empty parameters into an object schema", () => {
     expect(objectSchema({})).toEqual({ type: "object", properties: {} });
     const schema = { type: "object", properties: { x: { type: "string" } } };
-    expect(objectSchema(schema)).toBe(schema);
+    expect(objectSchema(schema)).toEqual(schema);
+  });
+
+  it("offers Python's type names as JSON Schema's, at every depth, leaving names and data alone", () => {
+    const written = {
+      type: "object",
+      properties: {
+        type: { type: "str", enum: ["int", "float"] },
+        amounts: { type: "list", items: { type: "float" } },
+        rows: { type: ["dict", "null"], additionalProperties: { anyOf: [{ type: "int" }, { type: "bool" }] } },
+      },
+    };
+    expect(objectSchema(written)).toEqual({
+      type: "object",
+      properties: {
+        type: { type: "string", enum: ["int", "float"] },
+        amounts: { type: "array", items: { type: "number" } },
+        rows: { type: ["object", "null"], additionalProperties: { anyOf: [{ type: "integer" }, { type: "boolean" }] } },
+      },
+    });
+    expect(written.properties.amounts.items.type).toBe("float");
   });
 });
 

@@ -9,6 +9,7 @@ import {
   admissionError,
   admit,
   defaultAdmissionLimits,
+  inferenceLimitsFor,
   limitsFor,
   loadAdmissionLimits,
   parseAdmissionLimits,
@@ -45,7 +46,19 @@ describe("admission defaults", () => {
       clientPending: 10,
       globalActive: 512,
       globalExecuting: 64,
+      inferenceRequestsPerWindow: 600,
+      inferenceInFlight: 16,
+      inferenceTokensPerDay: Number.POSITIVE_INFINITY,
       clients: {},
+    });
+  });
+
+  it("hold chat completions on /v1 to 600 per window and 16 at once per client, with no daily token budget", () => {
+    expect(inferenceLimitsFor(defaultAdmissionLimits, "alice")).toEqual({
+      inferenceRequestsPerWindow: 600,
+      inferenceInFlight: 16,
+      inferenceTokensPerDay: Number.POSITIVE_INFINITY,
+      windowSeconds: 60,
     });
   });
 
@@ -204,17 +217,29 @@ describe("loading the admission file", () => {
       client_pending: 4,
       global_active: 1000,
       global_executing: 100,
-      clients: { "ci-bot": { requests_per_window: 1000, window_seconds: 600, client_active: 200, client_pending: 0 } },
+      inference_requests_per_window: 300,
+      inference_in_flight: 8,
+      inference_tokens_per_day: 1_000_000,
+      clients: {
+        "ci-bot": { requests_per_window: 1000, window_seconds: 600, client_active: 200, client_pending: 0, inference_in_flight: 2, inference_tokens_per_day: 5000 },
+      },
     });
-    expect(await loadAdmissionLimits(await file("full.json", text))).toEqual({
+    const limits = await loadAdmissionLimits(await file("full.json", text));
+    expect(limits).toEqual({
       requestsPerWindow: 120,
       windowSeconds: 30,
       clientActive: 40,
       clientPending: 4,
       globalActive: 1000,
       globalExecuting: 100,
-      clients: { "ci-bot": { requestsPerWindow: 1000, windowSeconds: 600, clientActive: 200, clientPending: 0 } },
+      inferenceRequestsPerWindow: 300,
+      inferenceInFlight: 8,
+      inferenceTokensPerDay: 1_000_000,
+      clients: {
+        "ci-bot": { requestsPerWindow: 1000, windowSeconds: 600, clientActive: 200, clientPending: 0, inferenceInFlight: 2, inferenceTokensPerDay: 5000 },
+      },
     });
+    expect(inferenceLimitsFor(limits, "ci-bot")).toEqual({ inferenceRequestsPerWindow: 300, inferenceInFlight: 2, inferenceTokensPerDay: 5000, windowSeconds: 600 });
   });
 
   it("a missing file is an error naming the file", async () => {

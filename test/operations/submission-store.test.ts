@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { admit, windowStartOf, type AdmissionLimits } from "../../src/operations/admission.js";
+import { admit, defaultAdmissionLimits, windowStartOf, type AdmissionLimits } from "../../src/operations/admission.js";
 import { newId } from "../../src/operations/lifecycle.js";
 import { operationsStore, type StoreClient } from "../../src/operations/store.js";
 import { writeSubmission, type PlannedSubmission } from "../../src/operations/submission-store.js";
@@ -10,6 +10,7 @@ const { sqlite, postgres } = testDatabases("axon-submission");
 
 const windowSeconds = 2_147_483_647;
 const limits: AdmissionLimits = {
+  ...defaultAdmissionLimits,
   requestsPerWindow: 3,
   windowSeconds,
   clientActive: 1000,
@@ -63,5 +64,23 @@ describe.each([
     }
     expect(await prisma.operation.count({ where: { clientId: { startsWith: "new-" } } })).toBe(3 * clients.length);
     expect((await prisma.globalLoad.findUniqueOrThrow({ where: { id: 1 } })).active).toBe(3 * clients.length);
+  });
+
+  it("writes an operation on a window grant only when it took one of the grant's uses, however the grant changed since it was read", async () => {
+    const database = await open();
+    const store = operationsStore(database);
+    const now = new Date();
+    await database.prisma.grant.create({
+      data: { id: "grant-1", revision: 1, clientId: "alice", status: "active", operation: "http.request", target: {}, reason: "r", mode: "window", minutes: 60, maxUses: 2, usesRemaining: 2, expiresAt: new Date(now.getTime() + 3_600_000) },
+    });
+    // The client's load row exists (a client's first statement on PostgreSQL only creates it).
+    expect(await submit(store, "alice")).toBe("created");
+    // Two calls decided on the grant as it stood at revision 1: each goes ahead only on a use it took itself.
+    const onGrant = () => ({ ...allowed("alice"), windowGrant: { id: "grant-1", revision: 1 } });
+    const outcomes = [(await writeSubmission(store, onGrant())).kind, (await writeSubmission(store, onGrant())).kind];
+    expect(outcomes[0]).toBe("created");
+    const created = outcomes.filter((kind) => kind === "created").length;
+    expect(await database.prisma.operation.count({ where: { clientId: "alice" } })).toBe(1 + created);
+    expect(await database.prisma.grant.findUniqueOrThrow({ where: { id: "grant-1" } })).toMatchObject({ usesRemaining: 2 - created, usedCount: created });
   });
 });

@@ -7,14 +7,17 @@ const summary = (services = restServices) =>
   compileRestRoutes(services).map((route) => `${route.httpMethod} ${route.template} body=${route.body} -> ${route.method.name}`);
 
 describe("http rules", () => {
-  it("neuro-san's routes and exactly the Agent V1 routes of the spec come from the descriptors", () => {
+  it("neuro-san's routes, exactly the Agent V1 routes of the spec and the temporary networks' come from the descriptors", () => {
     expect(summary().sort()).toEqual([
+      "DELETE /api/networks/v1/temporary/{name} body= -> DeleteTemporaryNetwork",
       "GET /.well-known/unyolo-agent body= -> GetDescriptor",
       "GET /api/agent/v1/operations body= -> ListOperations",
       "GET /api/agent/v1/operations/{id} body= -> GetOperation",
       "GET /api/agent/v1/operations/{id}/events body= -> WaitOperation",
       "GET /api/grants body= -> ListGrants",
       "GET /api/grants/{id} body= -> GetGrant",
+      "GET /api/networks/v1/temporary body= -> ListTemporaryNetworks",
+      "GET /api/networks/v1/temporary/{name} body= -> GetTemporaryNetwork",
       "GET /api/operator/v1/requests body= -> ListRequests",
       "GET /api/operator/v1/requests/{id} body= -> GetRequest",
       "GET /api/v1/list body= -> List",
@@ -23,6 +26,7 @@ describe("http rules", () => {
       "POST /api/agent/v1/operations body=* -> SubmitOperation",
       "POST /api/agent/v1/operations/{id}/cancel body=* -> CancelOperation",
       "POST /api/grants body=* -> CreateGrant",
+      "POST /api/networks/v1/temporary body=* -> CreateTemporaryNetwork",
       "POST /api/operator/v1/requests/{id}/approve body=* -> ApproveRequest",
       "POST /api/operator/v1/requests/{id}/deny body=* -> DenyRequest",
       "POST /api/operator/v1/requests/{id}/revoke body=* -> RevokeRequest",

@@ -49,6 +49,8 @@ describe("the OpenAPI document", () => {
       "/api/agent/v1/operations/{id}/events",
       "/api/grants",
       "/api/grants/{id}",
+      "/api/networks/v1/temporary",
+      "/api/networks/v1/temporary/{name}",
       "/api/operator/v1/requests",
       "/api/operator/v1/requests/{id}",
       "/api/operator/v1/requests/{id}/approve",

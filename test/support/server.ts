@@ -3,10 +3,11 @@ import os from "node:os";
 import path from "node:path";
 import type { ChatRunner } from "../../src/agents/chat-runner.js";
 import type { AgentRegistry } from "../../src/agents/registry.js";
-import { startAxon } from "../../src/axon.js";
+import { startAxon, type Axon } from "../../src/axon.js";
 import { loadConfig, type Config } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import type { HealthState } from "../../src/server/health.js";
+import type { Clock } from "../../src/operations/clock.js";
 import type { Operations } from "../../src/operations/operations.js";
 import type { AxonServer } from "../../src/server/server.js";
 
@@ -19,6 +20,8 @@ export interface TestServer {
   health: HealthState;
   registry: AgentRegistry;
   operations: Operations;
+  temporaryNetworks: Axon["temporaryNetworks"];
+  periodicRuns: Axon["periodicRuns"];
   /** Where this server keeps its database and its clients and operators files. */
   dataDir: string;
   close(): Promise<void>;
@@ -29,7 +32,7 @@ export interface TestServer {
  * (LLM keys included); `chats` replaces the agent runtime with a test-only message source.
  */
 export async function startTestServer(
-  options: { env?: Record<string, string>; chats?: ChatRunner; config?: Partial<Config>; logLines?: string[] } = {},
+  options: { env?: Record<string, string>; chats?: ChatRunner; config?: Partial<Config>; logLines?: string[]; clock?: Clock } = {},
 ): Promise<TestServer> {
   // Each server keeps its database and secrets in a fresh data directory of its own.
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "axon-test-"));
@@ -38,7 +41,7 @@ export async function startTestServer(
   // With `logLines`, every log line is kept there (at debug level), for tests that search the logs.
   const logLines = options.logLines;
   const logger = logLines ? createLogger("debug", { write: (line: string) => void logLines.push(line) }) : createLogger(config.logLevel);
-  const axon = await startAxon(config, logger, { env, ...(options.chats ? { chats: options.chats } : {}) });
+  const axon = await startAxon(config, logger, { env, ...(options.chats ? { chats: options.chats } : {}), ...(options.clock ? { clock: options.clock } : {}) });
   const port = axon.server.ports[0]!;
   return { ...axon, url: `http://127.0.0.1:${port}`, port, dataDir };
 }

@@ -9,10 +9,11 @@ import type { Logger } from "../../logger.js";
 import { threadEntryFile } from "../../project-root.js";
 import { AsyncQueue } from "../async-queue.js";
 import type { ChatRunner, ChatTurn } from "../chat-runner.js";
+import type { DeployTemporaryNetworks, TemporaryNetworkSpec } from "../temporary-networks.js";
 import { Batches } from "./batches.js";
 import type { ChatThreadSettings, Instruction, Report, WireDecision } from "./protocol.js";
 import type { HeldToolCall, ToolCallDecision, ToolCallHolds, ToolCallOutcome } from "../tool-call-holds.js";
-import { fromWireError } from "./wire-error.js";
+import { fromWireError, toWireError } from "./wire-error.js";
 import { traceCarrier } from "../../telemetry/thread-context.js";
 import { reportLlmCall } from "../../telemetry/llm-calls.js";
 
@@ -26,6 +27,8 @@ export interface ChatThreadOptions {
   env: NodeJS.ProcessEnv;
   /** The thread's records are written to this logger's destination, at its level. */
   logger: Logger;
+  /** Where the thread's coded tools deploy temporary networks (the server's database); without it they cannot. */
+  deployTemporaryNetworks?: DeployTemporaryNetworks;
 }
 
 /** What a held tool call's decision leaves on this side: the request to withdraw, the approval to finish. */
@@ -43,6 +46,8 @@ interface HeldCall {
 export class ChatThread implements ChatRunner {
   private thread: Promise<RunningThread> | undefined;
   private holds: ToolCallHolds | undefined;
+  /** The temporary networks the server serves: a thread started later gets them before its first chat. */
+  private temporaryNetworks: TemporaryNetworkSpec[] = [];
 
   constructor(private readonly options: ChatThreadOptions) {}
 
@@ -56,6 +61,12 @@ export class ChatThread implements ChatRunner {
     return thread.start(turn);
   }
 
+  /** Serves these temporary networks in the thread too; posted before any chat started after this call. */
+  setTemporaryNetworks(networks: TemporaryNetworkSpec[]): void {
+    this.temporaryNetworks = networks;
+    void this.thread?.then((thread) => thread.setTemporaryNetworks(networks), () => undefined);
+  }
+
   /** Ends the thread; chats still running fail as CHAT_THREAD_ENDED. */
   async close(): Promise<void> {
     const thread = this.thread;
@@ -66,6 +77,9 @@ export class ChatThread implements ChatRunner {
   private spawn(): Promise<RunningThread> {
     const spawning = RunningThread.spawn(this.options, () => this.holds, () => {
       if (this.thread === spawning) this.thread = undefined;
+    }).then((thread) => {
+      thread.setTemporaryNetworks(this.temporaryNetworks);
+      return thread;
     });
     spawning.catch(() => {
       if (this.thread === spawning) this.thread = undefined;
@@ -97,7 +111,7 @@ class RunningThread {
     const worker = new Worker(threadEntry, { workerData: settings, env });
     // The destination the server logger writes to: the thread's records, serialized there, join the same stream.
     const log = (logger as unknown as Record<symbol, { write(record: string): unknown }>)[symbols.streamSym]!;
-    const thread = new RunningThread(worker, log, logger, holds, onEnd);
+    const thread = new RunningThread(worker, log, logger, holds, onEnd, options.deployTemporaryNetworks);
     try {
       await thread.ready;
     } catch (error) {
@@ -114,9 +128,10 @@ class RunningThread {
   private constructor(
     private readonly worker: Worker,
     log: { write(record: string): unknown },
-    logger: Logger,
+    private readonly logger: Logger,
     private readonly holds: () => ToolCallHolds | undefined,
     onEnd: () => void,
+    private readonly deployTemporaryNetworks: DeployTemporaryNetworks | undefined,
   ) {
     let crash: Error | undefined;
     let readied: { resolve(): void; reject(error: Error): void };
@@ -131,6 +146,7 @@ class RunningThread {
         else if (report.kind === "hold") this.hold(report.hold, report.call);
         else if (report.kind === "withdraw") this.held.get(report.hold)?.withdraw.abort(new Error("the chat was cancelled"));
         else if (report.kind === "hold-finished") this.finishHeld(report.hold, report.outcome);
+        else if (report.kind === "deploy-temporary-networks") this.deploy(report);
         else this.settle(report);
       }
     });
@@ -183,6 +199,10 @@ class RunningThread {
     return messages;
   }
 
+  setTemporaryNetworks(networks: TemporaryNetworkSpec[]): void {
+    if (!this.ended) this.instructions.push({ kind: "temporary-networks", networks });
+  }
+
   /** The thread first ends its Python workers: processes, which a terminated thread would leave running. */
   async close(): Promise<void> {
     if (this.ended) return;
@@ -192,6 +212,20 @@ class RunningThread {
     await this.closed;
     clearTimeout(timer);
     await this.worker.terminate();
+  }
+
+  /** Deploys what a tool of the thread reserved, and answers the thread once they are served (or with why not). */
+  private deploy({ request, owner, deployments }: Extract<Report, { kind: "deploy-temporary-networks" }>): void {
+    const deploy = this.deployTemporaryNetworks ?? (() => Promise.reject(new AxonError(Code.FailedPrecondition, "RESERVATIONS_UNAVAILABLE", "this process keeps no temporary networks")));
+    void deploy(owner, deployments).then(
+      (networks) => this.instructions.push({ kind: "temporary-networks-deployed", request, networks }),
+      (error: unknown) => {
+        // What the tool is told goes on to an LLM: a storage failure's own words stay in the log.
+        if (!(error instanceof AxonError)) this.logger.error({ err: error, owner }, "temporary networks could not be deployed");
+        const refusal = error instanceof AxonError ? error : new AxonError(Code.Unavailable, "TEMPORARY_NETWORKS_UNAVAILABLE", "the temporary networks could not be stored");
+        this.instructions.push({ kind: "temporary-networks-refused", request, error: toWireError(refusal) });
+      },
+    );
   }
 
   /** A tool call the thread holds: decided here, where the broker is; no broker, no approval. */
@@ -221,7 +255,7 @@ class RunningThread {
     this.held.delete(hold);
   }
 
-  private settle(report: Exclude<Report, { kind: "log" | "llm-call" | "ready" | "unready" | "closed" | "hold" | "withdraw" | "hold-finished" }>): void {
+  private settle(report: Exclude<Report, { kind: "log" | "llm-call" | "ready" | "unready" | "closed" | "deploy-temporary-networks" | "hold" | "withdraw" | "hold-finished" }>): void {
     const chat = this.chats.get(report.id);
     if (chat === undefined) return;
     switch (report.kind) {

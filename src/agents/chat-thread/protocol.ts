@@ -3,6 +3,7 @@ import type { Config } from "../../config.js";
 import type { Code } from "../../errors.js";
 import type { LlmCallRecord } from "../../telemetry/llm-calls.js";
 import type { HeldToolCall, ToolCallDecision, ToolCallOutcome } from "../tool-call-holds.js";
+import type { DeployedNetwork, TemporaryDeployment, TemporaryNetworkSpec } from "../temporary-networks.js";
 
 /*
  * The messages between the chat thread's runner (on the serving event loop) and the thread, posted in batches
@@ -38,6 +39,11 @@ export type Instruction =
   | { kind: "hold-pending"; hold: number; requestId: string }
   /** A held tool call was decided. */
   | { kind: "held"; hold: number; decision: WireDecision }
+  /** The temporary networks to serve from now on, beside the manifest's (the whole set, each time it changes). */
+  | { kind: "temporary-networks"; networks: TemporaryNetworkSpec[] }
+  /** The answer to a `deploy-temporary-networks` report: what was deployed (and is served by then), or why not. */
+  | { kind: "temporary-networks-deployed"; request: number; networks: DeployedNetwork[] }
+  | { kind: "temporary-networks-refused"; request: number; error: WireError }
   /** The server is stopping: the thread ends what it owns outside itself (Python workers), then says `closed`. */
   | { kind: "close" };
 
@@ -59,6 +65,8 @@ export type Report =
   | { kind: "withdraw"; hold: number }
   /** An approved tool call ran: how it went. */
   | { kind: "hold-finished"; hold: number; outcome: ToolCallOutcome }
+  /** A coded tool's Reservationist deploys networks: the server keeps them in its database (the thread has none). */
+  | { kind: "deploy-temporary-networks"; request: number; owner: string; deployments: TemporaryDeployment[] }
   /** A model call the thread made, for the server's GenAI metrics. */
   | { kind: "llm-call"; record: LlmCallRecord }
   /** A log record of the thread, as pino serialized it, for the server's logger. */

@@ -11,7 +11,8 @@ import type { AgentNetwork } from "../agent-network.js";
 import { Batches } from "./batches.js";
 import { ThreadHolds } from "./thread-holds.js";
 import type { ChatThreadSettings, Instruction, Report } from "./protocol.js";
-import { toWireError } from "./wire-error.js";
+import { fromWireError, toWireError } from "./wire-error.js";
+import type { DeployedNetwork, TemporaryDeployment } from "../temporary-networks.js";
 import { startTracing } from "../../telemetry/start.js";
 import { flushTraces } from "../../telemetry/tracing.js";
 import { runInCarriedTrace } from "../../telemetry/thread-context.js";
@@ -45,15 +46,23 @@ let registry: AgentRegistry;
 let runtime: ConfiguredRuntime;
 try {
   // No logger: the server's registry already reports the same files' problems.
-  registry = await AgentRegistry.load({ manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, llmInfoFile, environment: process.env });
+  registry = await AgentRegistry.load({
+    ...{ manifestFile, projectRoot, toolPath, toolboxInfoFile, mcpInfoFile, llmInfoFile, environment: process.env },
+    // The server judges the temporary networks' expiry, by its own clock, before a chat reaches this thread: here one
+    // is served until the server's next set leaves it out.
+    clock: { now: () => new Date(0) },
+  });
   if (config.manifestUpdatePeriodSeconds > 0) registry.watch(config.manifestUpdatePeriodSeconds);
   const holds = new ThreadHolds(send);
-  runtime = createAgentRuntime(config, registry, process.env, logger, holds);
+  runtime = createAgentRuntime(config, registry, process.env, logger, holds, deployOnTheServer);
   port.on("message", (instructions: Instruction[]) => {
     for (const instruction of instructions) {
       if (instruction.kind === "start") void runInCarriedTrace(instruction.trace, () => run(instruction));
+      else if (instruction.kind === "temporary-networks-deployed") deployments.get(instruction.request)?.resolve(instruction.networks);
+      else if (instruction.kind === "temporary-networks-refused") deployments.get(instruction.request)?.reject(fromWireError(instruction.error));
       else if (instruction.kind === "cancel") chats.get(instruction.id)?.abort();
       else if (instruction.kind === "hold-pending" || instruction.kind === "held") holds.answer(instruction);
+      else if (instruction.kind === "temporary-networks") registry.setTemporaryNetworks(instruction.networks);
       else void runtime.close().finally(() => send({ kind: "closed" }));
     }
   });
@@ -62,6 +71,17 @@ try {
   send({ kind: "unready", error: toWireError(error) });
   reports.flush();
   port.close(); // nothing else keeps the thread: it ends
+}
+
+/** A coded tool's Reservationist deploys on the server, which keeps temporary networks in its database. */
+const deployments = new Map<number, { resolve(networks: DeployedNetwork[]): void; reject(error: Error): void }>();
+let lastDeployment = 0;
+function deployOnTheServer(owner: string, networks: TemporaryDeployment[]): Promise<DeployedNetwork[]> {
+  const request = ++lastDeployment;
+  return new Promise<DeployedNetwork[]>((resolve, reject) => {
+    deployments.set(request, { resolve, reject });
+    send({ kind: "deploy-temporary-networks", request, owner, deployments: networks });
+  }).finally(() => deployments.delete(request));
 }
 
 async function run(turn: Extract<Instruction, { kind: "start" }>): Promise<void> {

@@ -31,6 +31,8 @@ export interface CodedToolTarget {
   module: string;
   file: string;
   className: string;
+  /** The agent spec of the tool, as its network file has it: neuro-san's `agent_tool_spec`. */
+  spec?: JsonObject;
 }
 
 export interface LibraryToolTarget {
@@ -180,7 +182,7 @@ export class PythonWorker {
         ? { middleware: call.middleware, hook: call.hook, payload: call.payload, sly_data: call.slyData }
         : "library" in call
           ? { library: call.library, settings: call.settings, ...(call.tool === undefined ? {} : { tool: call.tool }), ...(call.describe ? { describe: true } : {}), args: call.args }
-          : { module: call.module, file: call.file, class: call.className, sly_data: call.slyData, args: call.args };
+          : { module: call.module, file: call.file, class: call.className, sly_data: call.slyData, ...(call.spec === undefined ? {} : { spec: call.spec }), args: call.args };
     this.send({ call: id, chat, ...target });
     return answer;
   }

@@ -13,7 +13,8 @@ The line protocol of `serve`: one JSON object per line each way, UTF-8, over the
 tool prints goes to stderr, never into the protocol).
 
   server -> worker
-    {"call": id, "chat": c, "module": "coded_tools.x.y", "file": "/abs/y.py", "class": "Y", "args": {}, "sly_data": {}}
+    {"call": id, "chat": c, "module": "coded_tools.x.y", "file": "/abs/y.py", "class": "Y", "args": {}, "sly_data": {},
+     "spec": {}}               a coded tool; `spec` is its agent spec (what a BranchActivation is made with)
     {"call": id, "chat": c, "library": "pkg.mod.Tool", "settings": {}, "tool"?: "name", "args": {}}
                               a toolbox library tool: `Tool(**settings)` (a toolkit: the one of its get_tools() named
                               `tool`) made once per chat, `await tool.ainvoke(args)`; it never sees sly_data
@@ -49,6 +50,16 @@ importable as `axon_runner.axon_request` by code the call runs. Which names Axon
 middleware's handler or a tool may ask); an unknown name, or a failure, raises AxonCallbackError(type, message). A
 cancelled call's pending requests are abandoned on both sides.
 
+A coded tool deriving from neuro-san's BranchActivation (the installed one, or the stand-in) is made as neuro-san makes
+it, `Tool(run_context, factory, args, agent_tool_spec, sly_data)`, and its `await self.use_tool(name, args, sly_data)`
+is the callback request `use_tool` {"tool", "args", "sly_data"} answered {"text", "sly_data"}: Axon runs the tool of
+the network, and the dict passed is updated with the sly_data it left. With the installed neuro-san, its
+BranchActivation's constructor and use_tool are Axon's in this process: its own need a neuro-san server around them.
+
+A coded tool whose spec says `allow.reservations: true` gets neuro-san's `reservationist` special arg: its deploy, on
+leaving `async with`, is the callback request `deploy_reservations` {"deployments": [{"name", "lifetime_seconds",
+"spec"}]} answered {"networks": [{"name", "expires_at"}]} (seconds since the epoch).
+
 Calls of one chat come to one worker: the chat's sly_data values that JSON cannot carry (clients, connections) stay
 here, keyed by the chat, and later tools of the chat get them back in their sly_data.
 """
@@ -60,8 +71,10 @@ import inspect
 import json
 import os
 import sys
+import time
 import traceback
 import types
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 STAND_IN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stand-in")
@@ -224,6 +237,192 @@ class ProgressReporter:
         self._worker.send({"progress": call_id, "structure": structure, "content": content or ""})
 
 
+async def use_tool(tool_name, tool_args, sly_data):
+    """Runs `tool_name` of the calling tool's network through Axon; `sly_data` is updated as the tool left it."""
+    if sly_data is None:
+        sly_data = {}
+    sent = {key: value for key, value in sly_data.items() if is_json(value)}
+    answer = await axon_request("use_tool", {"tool": tool_name, "args": tool_args or {}, "sly_data": sent})
+    left = answer.get("sly_data") or {}
+    for key in [key for key in sent if key not in left]:
+        del sly_data[key]
+    sly_data.update(left)
+    return answer.get("text", "")
+
+
+class AxonRunContext:
+    """What a BranchActivation is made with as its parent run context: where in the network the call runs."""
+
+    def __init__(self, origin):
+        self._origin = origin
+
+    def get_origin(self):
+        return self._origin
+
+    def get_invocation_context(self):
+        return None
+
+
+class AxonToolAnswer:
+    """The message a tool activation builds: its `content` is the answer text."""
+
+    def __init__(self, content):
+        self.content = content
+
+
+class AxonToolActivation:
+    """What AxonToolFactory makes: `await activation.build()` runs the tool through Axon."""
+
+    def __init__(self, tool_name, tool_args, sly_data):
+        self.tool_name = tool_name
+        self.tool_args = tool_args
+        self.sly_data = sly_data if sly_data is not None else {}
+
+    async def build(self):
+        return AxonToolAnswer(await use_tool(self.tool_name, self.tool_args, self.sly_data))
+
+
+class AxonToolFactory:
+    """neuro-san's AgentToolFactory as a BranchActivation uses it: the activations it makes run through Axon."""
+
+    def get_config(self):
+        return {}
+
+    def create_agent_activation(self, run_context, agent_spec, tool_name, sly_data, tool_args=None, *more, **named):
+        _ = (run_context, agent_spec, more, named)
+        return AxonToolActivation(tool_name, tool_args, sly_data)
+
+
+class AxonBranchActivation:
+    """neuro-san's BranchActivation as Axon runs it: made with the five arguments neuro-san gives it, its use_tool
+    (and use_reservation, for `/<reservation id>`) answered by Axon."""
+
+    # pylint: disable=too-many-arguments,too-many-positional-arguments
+    def __init__(self, parent_run_context, factory, arguments, agent_tool_spec, sly_data):
+        self.run_context = parent_run_context
+        self.factory = factory
+        self.arguments = arguments
+        self.agent_tool_spec = agent_tool_spec
+        self.sly_data = sly_data
+
+    def get_agent_tool_spec(self):
+        return self.agent_tool_spec
+
+    def get_name(self):
+        return self.agent_tool_spec.get("name")
+
+    def get_origin(self):
+        return self.run_context.get_origin()
+
+    async def use_tool(self, tool_name, tool_args, sly_data):
+        return await use_tool(tool_name, tool_args, sly_data)
+
+    async def use_reservation(self, reservation_id, args, sly_data):
+        return await self.use_tool(f"/{reservation_id}", args, sly_data)
+
+
+class AxonReservation:
+    """neuro-san's Reservation of a temporary network's name: `<prefix>-<uuid4>`, made where it is asked for."""
+
+    def __init__(self, lifetime_in_seconds, prefix=""):
+        self.id = str(uuid.uuid4())
+        self.prefix = f"{prefix}-" if prefix else ""
+        self.lifetime_in_seconds = lifetime_in_seconds
+        self.expiration_time_in_seconds = 0.0
+
+    def get_reservation_id(self):
+        return f"{self.prefix}{self.id}"
+
+    def get_prefix(self):
+        return self.prefix
+
+    def get_lifetime_in_seconds(self):
+        return self.lifetime_in_seconds
+
+    def get_expiration_time_in_seconds(self):
+        return self.expiration_time_in_seconds
+
+    def is_expired(self):
+        return time.time() > self.expiration_time_in_seconds
+
+    def get_url(self):
+        return self.get_reservation_id()
+
+
+class AxonReservationist:
+    """The `reservationist` special arg of a coded tool whose spec allows reservations, as neuro-san's: reserve() names,
+    deploy() inside `async with` gathers network specs, and leaving the block deploys them all (or raises ValueError
+    saying why none was): served by every replica, until they expire, by the time the block is left."""
+
+    DEFAULT_LIFETIME = 24 * 60 * 60
+
+    def __init__(self):
+        self._deployments = []
+        self._events = []
+
+    async def reserve(self, lifetime_in_seconds=DEFAULT_LIFETIME, prefix=""):
+        prefix = prefix or ""
+        if any(char in prefix for char in "/: "):
+            raise ValueError(f"Reservation id {prefix} cannot contain any of these characters: '/: '")
+        return AxonReservation(lifetime_in_seconds, prefix)
+
+    def validate_with(self, external_networks=None, mcp_servers=None):
+        _ = (external_networks, mcp_servers)
+        return self
+
+    async def __aenter__(self):
+        self._deployments = []
+        self._events = []
+        return self
+
+    async def deploy(self, deployment_dict, confirmation=False):
+        if not deployment_dict:
+            return None
+        self._deployments.extend(deployment_dict.items())
+        if not confirmation:
+            return None
+        event = asyncio.Event()
+        self._events.append(event)
+        return event
+
+    async def deploy_one(self, reservation, deployment, confirmation=False):
+        return await self.deploy({reservation: deployment}, confirmation=confirmation)
+
+    async def __aexit__(self, exc_type, exc_val, exc_tb):
+        deployments, events = self._deployments, self._events
+        self._deployments, self._events = [], []
+        if exc_type is not None or not deployments:
+            return
+        request = [
+            {"name": reservation.get_reservation_id(), "lifetime_seconds": reservation.get_lifetime_in_seconds(), "spec": spec}
+            for reservation, spec in deployments
+        ]
+        try:
+            answer = await axon_request("deploy_reservations", {"deployments": request})
+        except AxonCallbackError as error:
+            raise ValueError(f"the reservations were not deployed: {error.message}") from error
+        expiries = {network["name"]: network["expires_at"] for network in answer.get("networks", [])}
+        for reservation, _ in deployments:
+            reservation.expiration_time_in_seconds = expiries.get(reservation.get_reservation_id(), 0.0)
+        for event in events:
+            event.set()
+
+
+BRANCH_ACTIVATION_MODULE = "neuro_san.internals.graph.activations.branch_activation"
+
+
+def branch_activation_base(tool_class):
+    """The BranchActivation a tool class derives from, made Axon's if it is the installed neuro-san's; else None."""
+    for base in tool_class.__mro__:
+        if base.__module__ == BRANCH_ACTIVATION_MODULE and base.__name__ == "BranchActivation":
+            if not issubclass(base, AxonBranchActivation) and not getattr(base, "_axon_runs_it", False):
+                for name in ("__init__", "get_agent_tool_spec", "get_name", "get_origin", "use_tool", "use_reservation"):
+                    setattr(base, name, AxonBranchActivation.__dict__[name])
+                base._axon_runs_it = True  # pylint: disable=protected-access
+            return base
+    return None
+
+
 class Worker:
     def __init__(self, out):
         self.out = out
@@ -330,13 +529,21 @@ class Worker:
         self.send({"done": call_id, "result": f"{result}", "sly_data": sly_data_changes(sent, sly_data, private)})
 
     async def run_coded_tool(self, message, call_id, sly_data):
-        tool = self.tool_class(message)()
-        if not isinstance(tool, self.coded_tool):
-            raise TypeError(f"{message['module']}.{message['class']} is not a CodedTool")
+        tool_class = self.tool_class(message)
         args = message["args"]
         args.setdefault("origin_str", origin_str(args.get("origin") or []))
         if args.get("progress_reporter") is None:
             args["progress_reporter"] = ProgressReporter(self, call_id)
+        spec = message.get("spec") or {}
+        allow = spec.get("allow") if isinstance(spec.get("allow"), dict) else {}
+        if args.get("reservationist") is None and allow.get("reservations") is True:
+            args["reservationist"] = AxonReservationist()
+        if branch_activation_base(tool_class) is not None:
+            tool = tool_class(AxonRunContext(args.get("origin") or []), AxonToolFactory(), args, spec, sly_data)
+        else:
+            tool = tool_class()
+        if not isinstance(tool, self.coded_tool):
+            raise TypeError(f"{message['module']}.{message['class']} is not a CodedTool")
         try:
             return await tool.async_invoke(args, sly_data)
         except NotImplementedError:

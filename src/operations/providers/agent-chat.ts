@@ -46,7 +46,7 @@ export class AgentChatProvider implements Provider {
     const violations: FieldViolation[] = [];
     const violate = (field: string, description: string) => violations.push({ field, description });
     for (const key of Object.keys(target)) if (key !== "network") violate(`target.${fieldKey(key)}`, "unknown field");
-    for (const key of Object.keys(args)) if (key !== "text" && key !== "sly_data") violate(`arguments.${fieldKey(key)}`, "unknown field");
+    for (const key of Object.keys(args)) if (key !== "text" && key !== "sly_data" && key !== "metadata") violate(`arguments.${fieldKey(key)}`, "unknown field");
 
     const network = target["network"];
     if (typeof network !== "string" || network === "") violate("target.network", "is required: the name of an agent network");
@@ -58,6 +58,10 @@ export class AgentChatProvider implements Provider {
     }
     const slyData = args["sly_data"];
     if (slyData !== undefined && !isJsonObject(slyData)) violate("arguments.sly_data", "must be an object");
+    const metadata = args["metadata"];
+    if (metadata !== undefined && !(isJsonObject(metadata) && Object.values(metadata).every((value) => typeof value === "string"))) {
+      violate("arguments.metadata", "must be an object of strings: the request metadata (neuro-san's faux headers, user_id say) the chat gets");
+    }
     // Client API keys (neuro-san's sly_data.llm_config) would be stored with the operation's arguments.
     if (isJsonObject(slyData) && "llm_config" in slyData) {
       violate("arguments.sly_data.llm_config", "API keys are not accepted in an operation, whose arguments are stored; send them over StreamingChat");
@@ -78,6 +82,7 @@ export class AgentChatProvider implements Provider {
     if (network === undefined) return failed("agent_not_found", "the agent network is no longer served");
     const text = operation.arguments["text"];
     const slyData = operation.arguments["sly_data"];
+    const metadata = operation.arguments["metadata"];
 
     const progress = this.progressReporter(context);
     try {
@@ -87,7 +92,8 @@ export class AgentChatProvider implements Provider {
         mimeData: [],
         slyData: isJsonObject(slyData) ? slyData : {},
         chatContext: undefined,
-        metadata: { request_id: operation.id },
+        // The operation's id is the request's: what the chat's logs and tools name it by.
+        metadata: { ...(isJsonObject(metadata) ? (metadata as Record<string, string>) : {}), request_id: operation.id },
         signal: context.signal,
         clientId: operation.clientId,
       });

@@ -297,5 +297,68 @@ class MiddlewareMessagesTest(unittest.TestCase):
         self.assertEqual(self.middleware.hooks(), ["abefore_model", "aafter_model"])
 
 
+class BranchActivationTest(unittest.TestCase):
+    def test_the_installed_branch_activation_is_made_axons_and_its_subclasses_keep_theirs(self):
+        installed = type("BranchActivation", (), {"__module__": runner.BRANCH_ACTIVATION_MODULE, "__init__": lambda self, *args: 1 / 0})
+        tool_class = type("Caller", (installed,), {"get_name": lambda self: "own"})
+        self.assertIs(runner.branch_activation_base(tool_class), installed)
+        tool = tool_class(runner.AxonRunContext([{"tool": "Front"}]), runner.AxonToolFactory(), {"a": 1}, {"name": "Caller"}, {})
+        self.assertEqual((tool.arguments, tool.get_agent_tool_spec(), tool.get_origin(), tool.get_name()), ({"a": 1}, {"name": "Caller"}, [{"tool": "Front"}], "own"))
+        self.assertIsNone(runner.branch_activation_base(type("Plain", (), {})))
+
+    def test_use_tool_sends_the_json_sly_data_and_updates_the_dict_with_what_the_tool_left(self):
+        sent = Sent()
+        worker = runner.Worker.__new__(runner.Worker)
+        worker.out, worker.requests, worker.last_request, worker.flushing = sent, {}, 0, False
+        handle = Handle()
+        sly_data = {"keep": 1, "gone": 2, "handle": handle}
+
+        async def scenario():
+            runner.CURRENT_CALL.set((worker, 4))
+            asking = asyncio.ensure_future(runner.use_tool("Expert", {"inquiry": "x"}, sly_data))
+            await asyncio.sleep(0)
+            worker.answered({"response": 1, "result": {"text": "answer", "sly_data": {"keep": 1, "new": 3}}})
+            return await asking
+
+        self.assertEqual(asyncio.run(scenario()), "answer")
+        self.assertEqual(sent.lines[0]["args"], {"tool": "Expert", "args": {"inquiry": "x"}, "sly_data": {"keep": 1, "gone": 2}})
+        self.assertEqual(sly_data, {"keep": 1, "new": 3, "handle": handle})
+
+
+class ReservationistTest(unittest.TestCase):
+    def test_a_prefix_with_a_slash_colon_or_space_is_refused_and_a_name_is_prefix_dash_uuid(self):
+        reservationist = runner.AxonReservationist()
+        with self.assertRaises(ValueError):
+            asyncio.run(reservationist.reserve(prefix="a/b"))
+        reservation = asyncio.run(reservationist.reserve(60, prefix="designer"))
+        self.assertRegex(reservation.get_reservation_id(), r"^designer-[0-9a-f-]{36}$")
+        self.assertEqual(reservation.get_lifetime_in_seconds(), 60)
+
+    def test_leaving_the_block_deploys_what_it_gathered_and_sets_the_events(self):
+        asked = []
+
+        async def answering(name, args):
+            asked.append((name, args))
+            return {"networks": [{"name": args["deployments"][0]["name"], "expires_at": 4102444800}]}
+
+        async def scenario():
+            original = runner.axon_request
+            runner.axon_request = answering
+            try:
+                reservationist = runner.AxonReservationist()
+                reservation = await reservationist.reserve(600, "x")
+                async with reservationist:
+                    event = await reservationist.deploy({reservation: {"tools": []}}, confirmation=True)
+                    self.assertFalse(event.is_set())
+                self.assertTrue(event.is_set())
+                return reservation
+            finally:
+                runner.axon_request = original
+
+        reservation = asyncio.run(scenario())
+        self.assertEqual(asked, [("deploy_reservations", {"deployments": [{"name": reservation.get_reservation_id(), "lifetime_seconds": 600, "spec": {"tools": []}}]})])
+        self.assertEqual(reservation.get_expiration_time_in_seconds(), 4102444800)
+
+
 if __name__ == "__main__":
     unittest.main()

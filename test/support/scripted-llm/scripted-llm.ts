@@ -6,6 +6,7 @@ import { anthropicWire } from "./anthropic-wire.js";
 import { bedrockWire } from "./bedrock-wire.js";
 import { openAiWire } from "./openai-wire.js";
 import { defaultReply, type Reply, type ScriptedRequest, type ScriptHandler } from "./script.js";
+import { invalidToolSchema } from "./tool-schemas.js";
 import { isObject, writeJson, type Wire } from "./wire.js";
 
 export type { Reply, ScriptedRequest, ScriptHandler } from "./script.js";
@@ -45,6 +46,9 @@ export const SCRIPTED_AWS_ACCESS_KEY_ID = "AKIASCRIPTED0000TEST";
  */
 export class ScriptedLlm {
   readonly requests: RecordedRequest[] = [];
+  /** What `GET …/models` answers (OpenAI's wire only), and the key each listing came with. */
+  models: string[] = [];
+  readonly modelListings: { path: string; credential?: string }[] = [];
   private handler: ScriptHandler = defaultReply;
   private replies: Reply[] = [];
   private failures: { status: number; retryAfterMs: number }[] = [];
@@ -57,14 +61,16 @@ export class ScriptedLlm {
     /** `http://127.0.0.1:<port>` */
     readonly url: string,
     private readonly latencyMs: number,
+    private readonly validatesToolSchemas: boolean,
   ) {}
 
-  static async start(kind: ScriptedKind, options: { latencyMs?: number } = {}): Promise<ScriptedLlm> {
+  /** `validateToolSchemas` (OpenAI only): refuse tools whose parameters are not JSON Schema, with OpenAI's 400. */
+  static async start(kind: ScriptedKind, options: { latencyMs?: number; validateToolSchemas?: boolean } = {}): Promise<ScriptedLlm> {
     const server = createServer();
     server.listen(0, "127.0.0.1");
     await once(server, "listening");
     const { port } = server.address() as AddressInfo;
-    const scripted = new ScriptedLlm(kind, server, `http://127.0.0.1:${port}`, options.latencyMs ?? 0);
+    const scripted = new ScriptedLlm(kind, server, `http://127.0.0.1:${port}`, options.latencyMs ?? 0, options.validateToolSchemas === true && kind === "openai");
     server.on("request", (request, response) => void scripted.serve(request, response));
     return scripted;
   }
@@ -123,6 +129,7 @@ export class ScriptedLlm {
 
   reset(): void {
     this.requests.length = 0;
+    this.modelListings.length = 0;
     this.handler = defaultReply;
     this.replies = [];
     this.failures = [];
@@ -138,6 +145,12 @@ export class ScriptedLlm {
   private async serve(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
     const wire = WIRES[this.kind];
     const path = incoming.url ?? "/";
+    if (this.kind === "openai" && incoming.method === "GET" && new URL(path, this.url).pathname.endsWith("/models")) {
+      const credential = wire.credential(incoming.headers);
+      this.modelListings.push({ path, ...(credential === undefined ? {} : { credential }) });
+      writeJson(response, 200, { object: "list", data: this.models.map((id) => ({ id, object: "model", created: 1700000000, owned_by: "scripted" })) });
+      return;
+    }
     if (incoming.method !== "POST" || !wire.matches(new URL(path, this.url).pathname)) {
       writeJson(response, 404, wire.errorBody(404));
       return;
@@ -171,6 +184,12 @@ export class ScriptedLlm {
     });
     this.notify();
 
+    const invalid = this.validatesToolSchemas ? invalidToolSchema(body) : undefined;
+    if (invalid !== undefined) {
+      recorded.status = 400;
+      writeJson(response, 400, invalid);
+      return;
+    }
     const failure = this.failures.shift();
     if (failure !== undefined) {
       recorded.status = failure.status;
