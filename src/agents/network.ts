@@ -3,7 +3,6 @@ import { CODED_TOOL_CLASS } from "./coded-tool-location.js";
 import type { JsonObject, JsonValue } from "./hocon.js";
 import { urlReferenceOf } from "./external-urls.js";
 import { networkNameProblem } from "./manifest.js";
-import { middlewareArgumentProblems } from "./middleware/catalog.js";
 import { neuroSanKeyProblems } from "./neuro-san-keys.js";
 import { RegistryProblemsError, type RegistryProblem } from "./problem.js";
 import { SAFE_TOOL_NAME } from "./tool-names.js";
@@ -286,9 +285,8 @@ function readRunLimits(container: JsonObject, prefix: string, check: Checker): {
 }
 
 /**
- * `middleware`: a list of `{class, args}`, in the order they wrap the agent. A class Axon implements is checked here
- * (an argument it does not take, or a value it cannot use, refuses the network naming it); any other class runs in
- * the Python workers, where LangChain must be installed.
+ * `middleware`: a list of `{class, args}`, in the order they wrap the agent. Their arguments are checked against the
+ * classes when the network loads (middleware/middleware-problems.ts), not here: the classes stand above the agents.
  */
 function readMiddleware(spec: JsonObject, keyPath: string, check: Checker): MiddlewareSpec[] {
   const value = spec.middleware;
@@ -314,7 +312,6 @@ function readMiddleware(spec: JsonObject, keyPath: string, check: Checker): Midd
       check.problem(`${entryPath}.class`, "must be a fully qualified class name, package.module.ClassName");
       return [];
     }
-    for (const { key, reason } of middlewareArgumentProblems(className, args)) check.problem(key === "" ? `${entryPath}.args` : `${entryPath}.args.${key}`, reason);
     return [{ className, args, keyPath: entryPath }];
   });
 }

@@ -4,6 +4,7 @@ import type { JsonObject } from "../../src/agents/hocon.js";
 import type { AgentNetwork } from "../../src/agents/agent-network.js";
 import { buildNetwork } from "../../src/agents/network.js";
 import { RegistryProblemsError, type RegistryProblem } from "../../src/agents/problem.js";
+import { middlewareProblems } from "../../src/agents/middleware/middleware-problems.js";
 
 const FILE = "/networks/example.hocon";
 
@@ -366,8 +367,8 @@ describe("middleware", () => {
     ]);
   });
 
-  it("refuses the network for an argument the class does not take, a wrong value, a missing one, naming each", () => {
-    const problems = problemsOf({
+  it("refuses the network for an argument the class does not take, a wrong value, a missing one, naming each", async () => {
+    const network = build({
       tools: [
         {
           name: "Front",
@@ -376,13 +377,12 @@ describe("middleware", () => {
             { class: "langchain.agents.middleware.PIIMiddleware", args: { pii_type: "phone", strategy: "shred", aply_to_input: true } },
             { class: "langchain.agents.middleware.pii.PIIMiddleware", args: { pii_type: "code", detector: "(unclosed" } },
             { class: "langchain.agents.middleware.PIIMiddleware" },
-            { class: "NoModule", args: {} },
           ],
         },
         { name: "Tool", class: "tools.Tool", middleware: [] },
       ],
     });
-    expect(problems.map(({ key, reason }) => [key, reason])).toEqual([
+    expect((await middlewareProblems(network, undefined)).map(({ key, reason }) => [key, reason])).toEqual([
       ["tools[0].middleware[0].args.strategy", "must be one of block, redact, mask, hash"],
       [
         "tools[0].middleware[0].args.aply_to_input",
@@ -390,12 +390,14 @@ describe("middleware", () => {
       ],
       ["tools[0].middleware[1].args.detector", expect.stringMatching(/^is not a regular expression Axon can run: /)],
       ["tools[0].middleware[2].args.pii_type", "is required by PIIMiddleware"],
-      ["tools[0].middleware[3].class", "must be a fully qualified class name, package.module.ClassName"],
+    ]);
+    expect(problemsOf({ tools: [{ name: "Front", middleware: [{ class: "NoModule", args: {} }] }] }).map(({ key, reason }) => [key, reason])).toEqual([
+      ["tools[0].middleware[0].class", "must be a fully qualified class name, package.module.ClassName"],
     ]);
   });
 
-  it("checks HumanInTheLoopMiddleware's interrupt_on: its decisions, its settings", () => {
-    const problems = problemsOf({
+  it("checks HumanInTheLoopMiddleware's interrupt_on: its decisions, its settings", async () => {
+    const network = build({
       tools: [
         {
           name: "Front",
@@ -409,7 +411,7 @@ describe("middleware", () => {
         },
       ],
     });
-    expect(problems.map(({ key, reason }) => [key, reason])).toEqual([
+    expect((await middlewareProblems(network, undefined)).map(({ key, reason }) => [key, reason])).toEqual([
       ["tools[0].middleware[0].args.interrupt_on.c.allowed_decisions", "must be a list of approve, edit, reject"],
       ["tools[0].middleware[0].args.interrupt_on.d.when", "is not a setting of an interrupt: allowed_decisions, description, args_schema are"],
       ["tools[0].middleware[1].args.interrupt_on", "is required by HumanInTheLoopMiddleware"],

@@ -172,8 +172,9 @@ describe("a network's own middleware where the interpreter lacks LangChain", () 
     const { NetworkFolder } = await import("../fixture.js");
     const { AgentRegistry } = await import("../../../src/agents/registry.js");
     const folder = await NetworkFolder.create({
-      "manifest.hocon": `{ "plain.hocon": true }`,
+      "manifest.hocon": `{ "plain.hocon": true, "wrong.hocon": true }`,
       "plain.hocon": network([{ class: "middleware.plain.Plain" }]),
+      "wrong.hocon": network([{ class: "langchain.agents.middleware.PIIMiddleware", args: { pii_type: "email", stratgy: "mask" } }]),
     });
     const registry = await AgentRegistry.load({
       manifestFile: folder.path("manifest.hocon"),
@@ -182,6 +183,9 @@ describe("a network's own middleware where the interpreter lacks LangChain", () 
       python: "python3",
     });
     expect(registry.get("plain")).toBeUndefined();
+    // A class Axon runs is checked whatever the interpreter: an argument it does not take refuses the network.
+    expect(registry.get("wrong")).toBeUndefined();
+    expect(registry.problems).toContainEqual(expect.objectContaining({ key: "tools[0].middleware[0].args.stratgy", reason: expect.stringMatching(/^is not an argument of PIIMiddleware/) }));
     expect(registry.problems).toContainEqual({
       file: folder.path("plain.hocon"),
       key: "tools[0].middleware[0].class",
