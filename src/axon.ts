@@ -15,6 +15,7 @@ import { TemporaryNetworks } from "./reservations/temporary-networks.js";
 import { HealthState } from "./server/health.js";
 import { providerOf } from "./store/database.js";
 import { startServer, type AxonServer } from "./server/server.js";
+import { toolCallHolds } from "./operations/providers/agent-tool-call.js";
 
 export interface Axon {
   server: AxonServer;
@@ -69,6 +70,8 @@ export async function startAxon(
     throw error;
   });
   if (config.manifestUpdatePeriodSeconds > 0) registry.watch(config.manifestUpdatePeriodSeconds);
+  // Tool calls an agent's HumanInTheLoopMiddleware interrupts wait, in the chat thread, for an operator's decision here.
+  chatThread?.holdToolCallsWith(toolCallHolds(() => operations.broker.native));
   const temporaryNetworks: TemporaryNetworks = new TemporaryNetworks({
     database: operations.database,
     clock,

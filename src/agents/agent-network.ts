@@ -66,12 +66,27 @@ export interface AgentSpec {
   /** `"json"` and `["json"]` both become `["json"]`. */
   structureFormats: string[];
   external?: ExternalTarget;
+  /** `middleware`, in order: what wraps this agent's runs (see middleware-chain.ts). */
+  middleware: MiddlewareSpec[];
+  /** The agent's own `max_steps` / `max_attempts`, over the network's. */
+  limits?: Partial<Pick<NetworkLimits, "maxSteps" | "maxAttempts">>;
   /** The spec after commondefs replacement. */
   raw: JsonObject;
 }
 
+/** One `middleware` entry: a LangChain AgentMiddleware class and its constructor's keyword arguments. */
+export interface MiddlewareSpec {
+  className: string;
+  args: JsonObject;
+  /** Where it sits in its file, e.g. `tools[0].middleware[1]`. */
+  keyPath: string;
+}
+
 export interface NetworkLimits {
-  maxIterations: number;
+  /** `max_steps` (`max_iterations` its older name): the model calls and tool rounds one agent run may take. */
+  maxSteps: number;
+  /** `max_attempts`: how many times an agent run is tried when it fails for a reason that may pass. */
+  maxAttempts: number;
   maxExecutionSeconds: number;
 }
 

@@ -15,6 +15,8 @@ export interface ChatTurn {
   metadata: Record<string, string>;
   /** Aborted when the client goes away, cancels, or its deadline passes. */
   signal: AbortSignal;
+  /** The authenticated client, when the transport knows it: who an operator is told asked for a held tool call. */
+  clientId?: string;
 }
 
 /**

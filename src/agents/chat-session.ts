@@ -7,6 +7,7 @@ import type { McpConnections } from "./mcp-client/mcp-connections.js";
 import type { PythonChat } from "./python/python-pool.js";
 import type { DeployTemporaryNetworks } from "./temporary-networks.js";
 import type { Activation } from "./tool-call.js";
+import type { ToolCallHolds } from "./tool-call-holds.js";
 import type { AgentFunction, AgentNetwork, AgentSpec } from "./agent-network.js";
 
 export type MessageInit = MessageInitShape<typeof ChatMessageSchema>;
@@ -27,6 +28,8 @@ export interface SessionServices {
   functionOf(network: string): AgentFunction | undefined;
   /** Runs another network of this server for an external node `/name`. */
   runNetwork(name: string, input: NetworkInput, parent: ChatSession): Promise<NetworkAnswer>;
+  /** Where tool calls wait for an operator (HumanInTheLoopMiddleware); absent, such calls are refused. */
+  holds?: ToolCallHolds;
   logger: Logger;
   /** Where a coded tool's Reservationist deploys temporary networks, where this process has them. */
   deployTemporaryNetworks?: DeployTemporaryNetworks;
@@ -38,6 +41,8 @@ export interface RequestScope {
   signal: AbortSignal;
   /** Forwarded request metadata (request_id, user_id, ...). */
   metadata: Record<string, string>;
+  /** The client the chat is for (`anonymous` when the transport does not know it). */
+  clientId: string;
   usage: Usage;
   /** The MCP servers the request's agents use; closed when it ends. */
   mcp: McpConnections;

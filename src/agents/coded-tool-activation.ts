@@ -8,7 +8,7 @@ import type { CodedToolContext } from "./coded-tool.js";
 import type { PythonToolLocation } from "./coded-tools.js";
 import { nonJsonValueIn, restoreNonJsonKeys } from "./json-values.js";
 import { isJsonObject } from "../json.js";
-import { PythonToolError, type CallbackHandlers, type SlyDataChanges } from "./python/python-worker.js";
+import { applySlyDataChanges, PythonToolError, type CallbackHandlers } from "./python/python-worker.js";
 import { runReported } from "./run-reported.js";
 import type { Activation, Caller, ToolCall } from "./tool-call.js";
 import { useTool } from "./tool-use.js";
@@ -111,11 +111,6 @@ async function deployReservations(session: ChatSession, request: JsonObject): Pr
   }));
   const deployed = await deploy(`network:${session.network.name}`, deployments);
   return { networks: deployed.map(({ name, expiresAt }) => ({ name, expires_at: expiresAt.getTime() / 1000 })) };
-}
-
-function applySlyDataChanges(slyData: JsonObject, changes: SlyDataChanges): void {
-  for (const key of changes.delete) delete slyData[key];
-  Object.assign(slyData, changes.set);
 }
 
 function notJson(message: string): AxonError {

@@ -5,6 +5,7 @@ import { CodedToolLoader } from "./coded-tools.js";
 import { PythonPool, pythonSettingsOf } from "./python/python-pool.js";
 import type { AgentRegistry } from "./registry.js";
 import { AgentRuntime } from "./runtime.js";
+import type { ToolCallHolds } from "./tool-call-holds.js";
 import type { DeployTemporaryNetworks } from "./temporary-networks.js";
 
 /** A runtime that owns processes: `close` ends its Python workers. */
@@ -21,6 +22,8 @@ export function createAgentRuntime(
   registry: AgentRegistry,
   env: NodeJS.ProcessEnv,
   logger: Logger,
+  /** Where tool calls wait for an operator (the chat thread's way to the broker). */
+  holds?: ToolCallHolds,
   deployTemporaryNetworks?: DeployTemporaryNetworks,
 ): ConfiguredRuntime {
   let providers: typeof import("../llm/providers.js") | undefined;
@@ -34,6 +37,7 @@ export function createAgentRuntime(
     logger,
     maxConcurrentChats: config.maxConcurrentRequests,
     heartbeatSeconds: config.heartbeatSeconds,
+    ...(holds === undefined ? {} : { holds }),
     ...(deployTemporaryNetworks === undefined ? {} : { deployTemporaryNetworks }),
   });
   return {

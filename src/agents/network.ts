@@ -1,4 +1,4 @@
-import type { AgentFunction, AgentNetwork, AgentSpec, AllowPolicy, ExternalTarget, McpServerReference, NetworkLimits, NodeKind, SlyDataGrant } from "./agent-network.js";
+import type { AgentFunction, AgentNetwork, AgentSpec, AllowPolicy, ExternalTarget, McpServerReference, MiddlewareSpec, NetworkLimits, NodeKind, SlyDataGrant } from "./agent-network.js";
 import { CODED_TOOL_CLASS } from "./coded-tool-location.js";
 import type { JsonObject, JsonValue } from "./hocon.js";
 import { urlReferenceOf } from "./external-urls.js";
@@ -10,7 +10,7 @@ import { DEFAULT_TOOLBOX } from "./toolbox/default-toolbox.js";
 import type { Toolbox, ToolboxTool } from "./toolbox/toolbox-info.js";
 import { isJsonObject } from "../json.js";
 
-export const DEFAULT_LIMITS: NetworkLimits = Object.freeze({ maxIterations: 20, maxExecutionSeconds: 120 });
+export const DEFAULT_LIMITS: NetworkLimits = Object.freeze({ maxSteps: 10_000, maxAttempts: 3, maxExecutionSeconds: 120 });
 
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
 
@@ -116,7 +116,7 @@ export function buildNetwork(source: NetworkSource): AgentNetwork {
   const description = check.optionalString(metadata, "description", "metadata.description") ?? "";
   const tags = check.optionalStringList(metadata, "tags", "metadata.tags") ?? [];
   const llmConfig = check.optionalObject(raw, "llm_config") ?? {};
-  const maxIterations = check.optionalNumber(raw, "max_iterations", { integer: true, minimum: 1 });
+  const { maxSteps, maxAttempts } = readRunLimits(raw, "", check);
   const maxExecutionSeconds = check.optionalNumber(raw, "max_execution_seconds", { minimum: Number.MIN_VALUE });
   const errorFormatter = check.optionalString(raw, "error_formatter");
   if (errorFormatter !== undefined && errorFormatter !== "string" && errorFormatter !== "json") {
@@ -144,7 +144,8 @@ export function buildNetwork(source: NetworkSource): AgentNetwork {
     nodes,
     llmConfig,
     limits: {
-      maxIterations: maxIterations ?? DEFAULT_LIMITS.maxIterations,
+      maxSteps: maxSteps ?? DEFAULT_LIMITS.maxSteps,
+      maxAttempts: maxAttempts ?? DEFAULT_LIMITS.maxAttempts,
       maxExecutionSeconds: maxExecutionSeconds ?? DEFAULT_LIMITS.maxExecutionSeconds,
     },
     ...(errorFormatter === "string" || errorFormatter === "json" ? { errorFormatter } : {}),
@@ -167,7 +168,7 @@ export function argsToolsOf(agent: AgentSpec): string[] {
 /** One node per MCP server, for Connectivity; which of its tools an agent may use is the agent's `mcpServers`. */
 function addMcpServerNode(nodes: Map<string, AgentSpec>, url: string): void {
   if (nodes.has(url)) return;
-  nodes.set(url, { name: url, kind: "mcp_server", tools: [], displayAs: DEFAULT_DISPLAY_AS.mcp_server, structureFormats: [], raw: {} });
+  nodes.set(url, { name: url, kind: "mcp_server", tools: [], displayAs: DEFAULT_DISPLAY_AS.mcp_server, structureFormats: [], middleware: [], raw: {} });
 }
 
 function addExternalNode(nodes: Map<string, AgentSpec>, reference: string, target: ExternalTarget): void {
@@ -178,6 +179,7 @@ function addExternalNode(nodes: Map<string, AgentSpec>, reference: string, targe
     tools: [],
     displayAs: DEFAULT_DISPLAY_AS.external_agent,
     structureFormats: [],
+    middleware: [],
     external: target,
     raw: {},
   });
@@ -232,6 +234,12 @@ function readAgentSpec(spec: JsonObject, keyPath: string, isFirst: boolean, tool
     minimum: 0,
   });
 
+  const middleware = readMiddleware(spec, keyPath, check);
+  if (middleware.length > 0 && kind !== "front_man" && kind !== "llm_agent") {
+    check.problem(`${keyPath}.middleware`, "middleware wraps the runs of an LLM agent; this agent is a tool that calls no LLM");
+  }
+  const { maxSteps, maxAttempts } = readRunLimits(spec, `${keyPath}.`, check);
+
   // A toolbox entry supplies the class, its display_as, and for a coded tool its description; the spec's own win.
   const entry = toolboxTool === "missing" ? undefined : toolboxTool;
   const className = entry?.className ?? ownClass;
@@ -260,8 +268,52 @@ function readAgentSpec(spec: JsonObject, keyPath: string, isFirst: boolean, tool
     displayAs: displayAs ?? entry?.displayAs ?? DEFAULT_DISPLAY_AS[kind],
     ...(maxMessageHistory === undefined ? {} : { maxMessageHistory }),
     structureFormats,
+    middleware,
+    ...(maxSteps === undefined && maxAttempts === undefined
+      ? {}
+      : { limits: { ...(maxSteps === undefined ? {} : { maxSteps }), ...(maxAttempts === undefined ? {} : { maxAttempts }) } }),
     raw: spec,
   };
+}
+
+/** `max_steps` (or its older name `max_iterations`, which it wins over) and `max_attempts`, at either level. */
+function readRunLimits(container: JsonObject, prefix: string, check: Checker): { maxSteps?: number; maxAttempts?: number } {
+  const rule = (key: string) => ({ keyPath: `${prefix}${key}`, integer: true, minimum: 1 });
+  const maxSteps = check.optionalNumber(container, "max_steps", rule("max_steps")) ?? check.optionalNumber(container, "max_iterations", rule("max_iterations"));
+  const maxAttempts = check.optionalNumber(container, "max_attempts", rule("max_attempts"));
+  return { ...(maxSteps === undefined ? {} : { maxSteps }), ...(maxAttempts === undefined ? {} : { maxAttempts }) };
+}
+
+/**
+ * `middleware`: a list of `{class, args}`, in the order they wrap the agent. Their arguments are checked against the
+ * classes when the network loads (middleware/middleware-problems.ts), not here: the classes stand above the agents.
+ */
+function readMiddleware(spec: JsonObject, keyPath: string, check: Checker): MiddlewareSpec[] {
+  const value = spec.middleware;
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) {
+    check.problem(`${keyPath}.middleware`, "must be a list of {class, args} objects");
+    return [];
+  }
+  return value.flatMap((entry, index) => {
+    const entryPath = `${keyPath}.middleware[${index}]`;
+    if (!isJsonObject(entry)) {
+      check.problem(entryPath, "must be a {class, args} object");
+      return [];
+    }
+    const className = check.optionalString(entry, "class", `${entryPath}.class`);
+    const args = check.optionalObject(entry, "args", `${entryPath}.args`) ?? {};
+    for (const key of Object.keys(entry)) if (key !== "class" && key !== "args") check.problem(`${entryPath}.${key}`, "is not a middleware key: only class and args are");
+    if (className === undefined) {
+      if (entry.class === undefined) check.problem(`${entryPath}.class`, "is required: the fully qualified name of an AgentMiddleware class");
+      return [];
+    }
+    if (!CODED_TOOL_CLASS.test(className) || !className.includes(".")) {
+      check.problem(`${entryPath}.class`, "must be a fully qualified class name, package.module.ClassName");
+      return [];
+    }
+    return [{ className, args, keyPath: entryPath }];
+  });
 }
 
 /**

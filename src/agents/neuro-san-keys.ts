@@ -17,6 +17,10 @@ const AGENT_KEYS = new Set([
   "display_as",
   "max_message_history",
   "structure_formats",
+  "middleware",
+  "max_steps",
+  "max_iterations",
+  "max_attempts",
 ]);
 
 const ALLOW_KEYS = new Set(["connectivity", "to_downstream", "from_downstream", "to_upstream", "reservations"]);
@@ -30,18 +34,16 @@ const ALLOW_DIRECTION_KEYS: Record<string, Set<string>> = {
 const NOT_IMPLEMENTED: Record<string, string> = {
   verbose: "Axon's logging follows LOG_LEVEL alone",
   error_fragments: "answers are not searched for error fragments; they reach the caller as they are",
-  max_steps: "a chat is bounded by the network's max_iterations and max_execution_seconds instead",
   request_timeout_seconds: "a chat is bounded by max_execution_seconds and the client's own deadline instead",
   invocation: "Axon reads a front man's invocation from its function block (function.invocation), for the manifest's periodic",
 };
 
 /** What only the network's top level sets in Axon, when an agent spec sets it for itself. */
-const NETWORK_WIDE = new Set(["max_iterations", "max_execution_seconds", "error_formatter"]);
+const NETWORK_WIDE = new Set(["max_execution_seconds", "error_formatter"]);
 
 /**
- * What a network file says that Axon does not do: a warning for each key it reads past (naming the key, the network
- * and what happens instead), and a problem for each middleware, which Axon cannot apply. A network that relies on
- * middleware (to redact personal data before the LLM sees it, say) must not be served without it.
+ * What a network file says that Axon does not do: a warning for each key it reads past, naming the key, the network
+ * and what happens instead.
  */
 export function neuroSanKeyProblems(raw: JsonObject, network: string, file: string): RegistryProblem[] {
   const problems: RegistryProblem[] = [];
@@ -56,8 +58,7 @@ export function neuroSanKeyProblems(raw: JsonObject, network: string, file: stri
     if (!isJsonObject(spec)) return;
     const keyPath = `tools[${index}]`;
     for (const key of Object.keys(spec)) {
-      if (key === "middleware") problems.push(...middlewareProblems(spec.middleware, `${keyPath}.middleware`, network, file));
-      else if (NETWORK_WIDE.has(key)) warn(`${keyPath}.${key}`, `Axon reads ${key} from the network's top level only; the network's value applies to this agent`);
+      if (NETWORK_WIDE.has(key)) warn(`${keyPath}.${key}`, `Axon reads ${key} from the network's top level only; the network's value applies to this agent`);
       else if (!AGENT_KEYS.has(key)) warn(`${keyPath}.${key}`, ignored(key));
     }
     if (!isJsonObject(spec.allow)) return;
@@ -76,18 +77,4 @@ export function neuroSanKeyProblems(raw: JsonObject, network: string, file: stri
 function ignored(key: string): string {
   const instead = NOT_IMPLEMENTED[key];
   return instead === undefined ? `${key} is not a key Axon knows; ignored` : `Axon does not implement ${key}; ${instead}`;
-}
-
-function middlewareProblems(value: unknown, keyPath: string, network: string, file: string): RegistryProblem[] {
-  const entries = Array.isArray(value) ? value : [value];
-  return entries.flatMap((entry, index) => {
-    const className = isJsonObject(entry) && typeof entry.class === "string" ? entry.class : "(no class)";
-    return [
-      {
-        file,
-        key: Array.isArray(value) ? `${keyPath}[${index}]` : keyPath,
-        reason: `network ${network} is not served: Axon cannot apply its middleware ${className}, and serving the network without it would skip what it does`,
-      },
-    ];
-  });
 }

@@ -5,6 +5,7 @@ import { agentNotFound } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { pythonImportRoots } from "./coded-tool-location.js";
 import { codedToolProblems } from "./coded-tool-problems.js";
+import { middlewareProblems } from "./middleware/middleware-problems.js";
 import { connectivityOf, functionOf, listingOf, type AgentListing, type ConnectivityEntry } from "./connectivity.js";
 import { EMPTY_LLM_INFO, readLlmInfo, type LlmInfo } from "../llm/llm-info.js";
 import { HoconError, parseHoconFile, type Environment, type HoconOptions, type JsonObject } from "./hocon.js";
@@ -475,6 +476,8 @@ export class AgentRegistry {
       const network = buildNetwork({ name: entry.name, file: entry.file, public: entry.public, mcp: entry.mcp, raw: parsed.value, toolbox });
       const llmProblems = llmConfigProblems(network, llmInfo);
       if (llmProblems.length > 0) return { llmInfo, problems: [...warnings, ...network.warnings, ...llmProblems], files: parsed.files };
+      const refusedMiddleware = await middlewareProblems(network, this.pythonCheck);
+      if (refusedMiddleware.length > 0) return { llmInfo, problems: [...warnings, ...network.warnings, ...refusedMiddleware], files: parsed.files };
       const { toolPath } = this.options;
       const codedTools =
         toolPath === undefined ? { problems: [], files: [] } : await codedToolProblems(network, path.resolve(toolPath), this.pythonImportRoots, this.pythonCheck);

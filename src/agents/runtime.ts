@@ -23,6 +23,8 @@ import type { DeployTemporaryNetworks } from "./temporary-networks.js";
 import { filterSlyData } from "./sly-data.js";
 import { extractStructure } from "./structure.js";
 import { traceAgent } from "../telemetry/genai-spans.js";
+import { ANONYMOUS } from "../auth/network-access.js";
+import type { ToolCallHolds } from "./tool-call-holds.js";
 
 export interface AgentRuntimeOptions {
   registry: AgentRegistry;
@@ -37,6 +39,8 @@ export interface AgentRuntimeOptions {
   maxConcurrentChats: number;
   /** Sends an empty AGENT_PROGRESS when nothing else went out for this long; 0 = never. */
   heartbeatSeconds: number;
+  /** Where tool calls wait for an operator; absent, HumanInTheLoopMiddleware refuses the calls it interrupts. */
+  holds?: ToolCallHolds;
   /** Where coded tools' Reservationists deploy temporary networks; without it they have none. */
   deployTemporaryNetworks?: DeployTemporaryNetworks;
 }
@@ -60,6 +64,7 @@ export class AgentRuntime implements ChatRunner {
       activationOf,
       functionOf: (name) => options.registry.get(name) && options.registry.function(name),
       runNetwork: (name, input, parent) => this.runNetwork(name, input, parent),
+      ...(options.holds === undefined ? {} : { holds: options.holds }),
       logger: options.logger,
       ...(options.deployTemporaryNetworks === undefined ? {} : { deployTemporaryNetworks: options.deployTemporaryNetworks }),
     };
@@ -89,7 +94,7 @@ export class AgentRuntime implements ChatRunner {
       tokens: this.mcpTokens,
     });
     const python = this.options.codedTools.python.chat();
-    const request = { signal, metadata: turn.metadata, usage: emptyUsage(), mcp, python };
+    const request = { signal, metadata: turn.metadata, clientId: turn.clientId ?? ANONYMOUS, usage: emptyUsage(), mcp, python };
     const emit = (message: ChatMessage) => {
       lastSent = performance.now();
       queue.push(message);
@@ -143,7 +148,7 @@ export class AgentRuntime implements ChatRunner {
         time_taken_in_seconds: (performance.now() - started) / 1000,
       },
     });
-    const turns = [...history, { type: MessageType.HUMAN, text: turn.text }, { type: MessageType.AI, text: answer.text }];
+    const turns = [...history, { type: MessageType.HUMAN, text: answer.input ?? turn.text }, { type: MessageType.AI, text: answer.text }];
     session.emit({
       type: MessageType.AGENT_FRAMEWORK,
       text: answer.text,
@@ -154,11 +159,12 @@ export class AgentRuntime implements ChatRunner {
   }
 
   /** The front man's answer to `text`, shaped for whoever asked: structure split off, sly_data per `to_upstream`. */
-  private async answer(session: ChatSession, origin: Origin[], text: string, history: ChatMessage[]): Promise<NetworkAnswer> {
+  private async answer(session: ChatSession, origin: Origin[], text: string, history: ChatMessage[]): Promise<NetworkAnswer & { input?: string }> {
     const { frontMan } = session.network;
-    const reply = await new LlmAgent(session, frontMan).converse(origin, asLlmMessages(history), text);
+    const agent = new LlmAgent(session, frontMan);
+    const reply = await agent.converse(origin, asLlmMessages(history), text);
     const shaped = frontMan.structureFormats.includes("json") ? extractStructure(reply) : { text: reply };
-    return { ...shaped, slyData: filterSlyData(session.slyData, frontMan.allow?.toUpstream) };
+    return { ...shaped, slyData: filterSlyData(session.slyData, frontMan.allow?.toUpstream), ...(agent.input === undefined ? {} : { input: agent.input }) };
   }
 
   private async runNetwork(name: string, input: NetworkInput, parent: ChatSession): Promise<NetworkAnswer> {

@@ -17,8 +17,8 @@ import { traceTool } from "../telemetry/genai-spans.js";
  * fails rejects, for the calling code to handle.
  */
 export async function useTool(session: ChatSession, caller: Caller, toolName: string, args: JsonObject): Promise<string> {
-  const { maxIterations } = session.network.limits;
-  if (caller.origin.length >= maxIterations) throw new Error(`the chain of calls is deeper than max_iterations (${maxIterations})`);
+  const maxSteps = caller.spec.limits?.maxSteps ?? session.network.limits.maxSteps;
+  if (caller.origin.length >= maxSteps) throw new Error(`the chain of calls is deeper than max_steps (${maxSteps})`);
   const { activation, originName, kind } = await toolNamed(session, caller.spec, toolName);
   session.emit({ type: MessageType.AGENT, origin: caller.origin, structure: { invoking_start: true, invoked_agent_name: originName, params: args } });
   const origin = session.originOf(caller.origin, originName);
@@ -35,7 +35,7 @@ async function toolNamed(session: ChatSession, callerSpec: AgentSpec, name: stri
   }
   const external = isMcpServerUrl(name) ? undefined : externalTargetOf(name);
   if (external !== undefined) {
-    const spec: AgentSpec = { name, kind: "external_agent", tools: [], displayAs: DEFAULT_DISPLAY_AS.external_agent, structureFormats: [], external, raw: {} };
+    const spec: AgentSpec = { name, kind: "external_agent", tools: [], displayAs: DEFAULT_DISPLAY_AS.external_agent, structureFormats: [], middleware: [], external, raw: {} };
     return { activation: services.activationOf(session, spec), originName: name, kind: "external_agent" };
   }
   const wanted = safeToolName(name);

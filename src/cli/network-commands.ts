@@ -60,7 +60,7 @@ export async function showConnectivity(context: CliContext, network: string): Pr
 function printTree(name: string, nodes: Map<string, Json>, prefix: string, branch: string, path: Set<string>): void {
   const node = nodes.get(name);
   const kind = node?.display_as === undefined ? "" : ` (${text(node.display_as)})`;
-  // Networks may hold cycles (bounded by max_iterations at run time): a node already on the path is not expanded again.
+  // Networks may hold cycles (bounded by max_steps at run time): a node already on the path is not expanded again.
   const cycle = path.has(name);
   printLine(`${prefix}${branch}${name}${kind}${cycle ? " ↺" : ""}`);
   if (cycle) return;

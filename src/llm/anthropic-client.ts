@@ -71,7 +71,7 @@ export class AnthropicMessagesClient implements LlmClient {
       if (block.type === "text") text += block.text;
       if (block.type === "tool_use") toolCalls.push(toolCallFromInput(block.id, block.name, block.input));
     }
-    return { text, toolCalls, usage: this.usage(message.usage), model: this.model };
+    return { text, toolCalls, usage: this.usage(message.usage), model: message.model || this.model };
   }
 
   private async completeStreaming(body: MessagesBody, signal: AbortSignal): Promise<LlmResponse> {
@@ -80,10 +80,12 @@ export class AnthropicMessagesClient implements LlmClient {
     // Blocks by index: a tool_use block's input arrives as pieces of JSON text.
     const toolBlocks = new Map<number, { id: string; name: string; json: string }>();
     let usage: Partial<Anthropic.MessageDeltaUsage> = {};
+    let answeredBy = "";
     for await (const event of stream) {
       switch (event.type) {
         case "message_start":
           usage = event.message.usage;
+          answeredBy = event.message.model;
           break;
         case "content_block_start":
           if (event.content_block.type === "text") text += event.content_block.text;
@@ -107,7 +109,7 @@ export class AnthropicMessagesClient implements LlmClient {
     const toolCalls = [...toolBlocks.entries()]
       .sort(([a], [b]) => a - b)
       .map(([, block]) => ({ id: block.id, name: block.name, ...parseToolArguments(block.json) }));
-    return { text, toolCalls, usage: this.usage(usage), model: this.model };
+    return { text, toolCalls, usage: this.usage(usage), model: answeredBy || this.model };
   }
 
   private usage(usage: Partial<Anthropic.MessageDeltaUsage>) {

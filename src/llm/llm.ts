@@ -10,11 +10,12 @@ export interface LlmClient {
   complete(request: LlmRequest): Promise<LlmResponse>;
 }
 
+/** `id`: what a message is known by to middleware that replaces or removes messages (LangChain's message ids). */
 export type LlmMessage =
-  | { role: "system"; content: string }
-  | { role: "user"; content: string }
-  | { role: "assistant"; content: string; toolCalls?: LlmToolCall[] }
-  | { role: "tool"; toolCallId: string; content: string };
+  | { role: "system"; content: string; id?: string }
+  | { role: "user"; content: string; id?: string }
+  | { role: "assistant"; content: string; toolCalls?: LlmToolCall[]; id?: string }
+  | { role: "tool"; toolCallId: string; content: string; id?: string };
 
 export interface LlmToolCall {
   id: string;
@@ -50,6 +51,6 @@ export interface LlmResponse {
   text: string;
   toolCalls: LlmToolCall[];
   usage: LlmUsage;
-  /** The model that actually answered (a fallback may have). */
+  /** The model that actually answered, as the provider names it (a fallback may have; a dated snapshot of the one asked for). */
   model: string;
 }

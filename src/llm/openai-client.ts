@@ -80,7 +80,8 @@ export class OpenAiChatClient implements LlmClient {
       text: message.content ?? "",
       toolCalls,
       usage: usageWithCost(this.model, usage?.prompt_tokens ?? 0, usage?.completion_tokens ?? 0),
-      model: this.model,
+      // The provider's own name of the model that answered (a dated snapshot, a deployment's model).
+      model: completion.model || this.model,
     };
   }
 
@@ -93,7 +94,9 @@ export class OpenAiChatClient implements LlmClient {
     const calls: { id: string; name: string; arguments: string }[] = [];
     let promptTokens = 0;
     let completionTokens = 0;
+    let answeredBy = "";
     for await (const chunk of stream) {
+      answeredBy ||= chunk.model ?? "";
       if (chunk.usage) {
         promptTokens = chunk.usage.prompt_tokens;
         completionTokens = chunk.usage.completion_tokens;
@@ -113,7 +116,7 @@ export class OpenAiChatClient implements LlmClient {
       text,
       toolCalls: calls.filter((call) => call !== undefined).map((call) => toolCall(call.id, call.name, call.arguments)),
       usage: usageWithCost(this.model, promptTokens, completionTokens),
-      model: this.model,
+      model: answeredBy || this.model,
     };
   }
 }

@@ -114,7 +114,7 @@ function toolsFor(deps: McpDeps, clientId: string | undefined): { tools: ToolDef
 /** Every network tool a caller sees (AXON_NETWORK_ACCESS_FILE decides which); each call of one goes through the tool this returns. */
 function networkTools(deps: McpDeps, clientId: string | undefined, taken: ReadonlySet<string>): ToolDefinition[] {
   const allowed = (network: string) => deps.access.allows(clientId, network);
-  const context = { registry: deps.registry, chats: deps.chats, logger: deps.logger, allowed };
+  const context = { registry: deps.registry, chats: deps.chats, logger: deps.logger, allowed, ...(clientId === undefined ? {} : { clientId }) };
   const tools: ToolDefinition[] = [];
   const used = new Set(taken);
   for (const listing of deps.registry.listMcp().filter((listing) => allowed(listing.agentName))) {

@@ -17,6 +17,8 @@ export interface NetworkToolsContext {
   logger: Logger;
   /** Whether the calling client may see this network (AXON_NETWORK_ACCESS_FILE). */
   allowed(network: string): boolean;
+  /** The authenticated caller, if any. */
+  clientId?: string;
 }
 
 const maxChatTextLength = 100_000;
@@ -68,6 +70,7 @@ export function networkTool(toolName: string, listing: McpListing, context: Netw
           chatContext: request.chatContext,
           metadata: {},
           signal,
+          ...(context.clientId === undefined ? {} : { clientId: context.clientId }),
         });
         for await (const message of messages) {
           if (message.type === MessageType.AGENT_FRAMEWORK) return answerOf(message);

@@ -24,6 +24,7 @@ import { HttpRequestProvider } from "./providers/http-request.js";
 import { nativeProvider } from "./providers/native.js";
 import { gitNativeOperations } from "../git/git-operations.js";
 import { ProviderRegistry } from "./providers/registry.js";
+import { agentToolCallProvider } from "./providers/agent-tool-call.js";
 import { operationsStore } from "./store.js";
 import { transferSettingsFromEnv } from "./transfers/settings.js";
 import { createTransfers, type Transfers } from "./transfers/transfers.js";
@@ -95,6 +96,7 @@ export async function startOperations(
     new HttpRequestProvider({ credentials, sealedBodies, timeoutMs: config.httpRequestTimeoutSeconds * 1000 }),
     // Git smart HTTP and LFS: decided here, executed by their routes (src/git/).
     ...gitNativeOperations.map(nativeProvider),
+    agentToolCallProvider,
     ...inferenceOperations.map(nativeProvider),
   ]);
 

@@ -36,6 +36,7 @@ export function agentService(registry: AgentRegistry, chats: ChatRunner, access:
         chatContext: request.chatContext,
         metadata: context.values.get(requestMetadataKey),
         signal: context.signal,
+        ...principalOf(context),
       });
       context.values.get(streamStartKey)();
       const filter = request.chatFilter?.chatFilterType ?? ChatFilterType.MINIMAL;
@@ -47,6 +48,11 @@ export function agentService(registry: AgentRegistry, chats: ChatRunner, access:
       context.signal.throwIfAborted();
     },
   };
+}
+
+function principalOf(context: HandlerContext): { clientId?: string } {
+  const name = context.values.get(principalKey)?.name;
+  return name === undefined ? {} : { clientId: name };
 }
 
 /**

@@ -4,6 +4,7 @@ import type { JsonObject } from "../../src/agents/hocon.js";
 import type { AgentNetwork } from "../../src/agents/agent-network.js";
 import { buildNetwork } from "../../src/agents/network.js";
 import { RegistryProblemsError, type RegistryProblem } from "../../src/agents/problem.js";
+import { middlewareProblems } from "../../src/agents/middleware/middleware-problems.js";
 
 const FILE = "/networks/example.hocon";
 
@@ -120,9 +121,9 @@ describe("a network's nodes", () => {
 });
 
 describe("network-level keys", () => {
-  it("default max_iterations to 20, max_execution_seconds to 120, description and tags to empty", () => {
+  it("default max_steps to 10,000, max_attempts to 3, max_execution_seconds to 120, description and tags to empty", () => {
     const network = build({ tools: [{ name: "Front" }] });
-    expect(network.limits).toEqual({ maxIterations: 20, maxExecutionSeconds: 120 });
+    expect(network.limits).toEqual({ maxSteps: 10_000, maxAttempts: 3, maxExecutionSeconds: 120 });
     expect(network.description).toBe("");
     expect(network.tags).toEqual([]);
     expect(network.llmConfig).toEqual({});
@@ -143,7 +144,7 @@ describe("network-level keys", () => {
     });
     expect(network).toMatchObject({
       llmConfig: { model_name: "gpt-4o-mini" },
-      limits: { maxIterations: 7, maxExecutionSeconds: 2.5 },
+      limits: { maxSteps: 7, maxAttempts: 3, maxExecutionSeconds: 2.5 },
       errorFormatter: "json",
       errorFragments: ["Traceback"],
       verbose: true,
@@ -293,7 +294,6 @@ describe("validation", () => {
 describe("neuro-san keys Axon does not implement", () => {
   it("are warnings naming the key, the network and what happens instead; the network is served", () => {
     const network = build({
-      max_steps: 50,
       request_timeout_seconds: 10,
       house_style: "a HOCON definition, not a setting",
       tools: [
@@ -310,7 +310,6 @@ describe("neuro-san keys Axon does not implement", () => {
     });
     const warnings = network.warnings.map(({ key, reason }) => [key, reason]);
     expect(warnings).toEqual([
-      ["max_steps", expect.stringMatching(/^network example: Axon does not implement max_steps; .*max_iterations/)],
       ["request_timeout_seconds", expect.stringContaining("network example: Axon does not implement request_timeout_seconds")],
       ["tools[0].verbose", expect.stringContaining("LOG_LEVEL")],
       ["tools[0].invocation", expect.stringContaining("function.invocation")],
@@ -322,21 +321,115 @@ describe("neuro-san keys Axon does not implement", () => {
     expect(network.warnings.every((warning) => warning.severity === "warning" && warning.file === FILE)).toBe(true);
   });
 
-  it("middleware makes the network unserved, with a problem naming each middleware class and the network", () => {
-    const problems = problemsOf({
-      tools: [
-        { name: "Front", tools: ["Helper"], middleware: [{ class: "langchain.agents.middleware.PIIMiddleware", args: { pii_type: "phone" } }] },
-        { name: "Helper", middleware: [{ class: "my.Summarizer" }] },
-      ],
-    });
-    expect(problems.map(({ key, reason }) => [key, reason])).toEqual([
-      ["tools[0].middleware[0]", expect.stringMatching(/^network example is not served: .*langchain\.agents\.middleware\.PIIMiddleware/)],
-      ["tools[1].middleware[0]", expect.stringContaining("my.Summarizer")],
-    ]);
-  });
 
   it("an empty middleware list asks for nothing and is served", () => {
     expect(build({ tools: [{ name: "Front", middleware: [] }] }).warnings).toEqual([]);
+  });
+});
+
+describe("max_steps, max_iterations and max_attempts", () => {
+  it("max_iterations is max_steps' older name, which max_steps wins over, at the top level and per agent", () => {
+    const network = build({
+      max_iterations: 9,
+      max_attempts: 1,
+      tools: [{ name: "Front", max_steps: 4, max_iterations: 5, max_attempts: 2, tools: ["Helper"] }, { name: "Helper", max_iterations: 6 }],
+    });
+    expect(network.limits).toMatchObject({ maxSteps: 9, maxAttempts: 1 });
+    expect(network.frontMan.limits).toEqual({ maxSteps: 4, maxAttempts: 2 });
+    expect(network.nodes.get("Helper")?.limits).toEqual({ maxSteps: 6 });
+    expect(network.warnings).toEqual([]);
+  });
+
+  it("must be positive integers", () => {
+    expect(problemsOf({ max_steps: 0, tools: [{ name: "Front", max_attempts: "many" }] }).map(({ key, reason }) => [key, reason])).toEqual([
+      ["tools[0].max_attempts", "must be an integer"],
+      ["max_steps", "must be at least 1"],
+    ]);
+  });
+});
+
+describe("middleware", () => {
+  it("is read in order, a class Axon implements checked against the arguments LangChain's takes", () => {
+    const network = build({
+      tools: [
+        {
+          name: "Front",
+          middleware: [
+            { class: "langchain.agents.middleware.PIIMiddleware", args: { pii_type: "email", strategy: "mask" } },
+            { class: "studio.middleware.Checklist", args: { title: "Steps" } },
+          ],
+        },
+      ],
+    });
+    expect(network.frontMan.middleware).toEqual([
+      { className: "langchain.agents.middleware.PIIMiddleware", args: { pii_type: "email", strategy: "mask" }, keyPath: "tools[0].middleware[0]" },
+      { className: "studio.middleware.Checklist", args: { title: "Steps" }, keyPath: "tools[0].middleware[1]" },
+    ]);
+  });
+
+  it("refuses the network for an argument the class does not take, a wrong value, a missing one, naming each", async () => {
+    const network = build({
+      tools: [
+        {
+          name: "Front",
+          tools: ["Tool"],
+          middleware: [
+            { class: "langchain.agents.middleware.PIIMiddleware", args: { pii_type: "phone", strategy: "shred", aply_to_input: true } },
+            { class: "langchain.agents.middleware.pii.PIIMiddleware", args: { pii_type: "code", detector: "(unclosed" } },
+            { class: "langchain.agents.middleware.PIIMiddleware" },
+          ],
+        },
+        { name: "Tool", class: "tools.Tool", middleware: [] },
+      ],
+    });
+    expect((await middlewareProblems(network, undefined)).map(({ key, reason }) => [key, reason])).toEqual([
+      ["tools[0].middleware[0].args.strategy", "must be one of block, redact, mask, hash"],
+      [
+        "tools[0].middleware[0].args.aply_to_input",
+        "is not an argument of PIIMiddleware; it takes pii_type, strategy, detector, apply_to_input, apply_to_output, apply_to_tool_results, stream_lookback",
+      ],
+      ["tools[0].middleware[1].args.detector", expect.stringMatching(/^is not a regular expression Axon can run: /)],
+      ["tools[0].middleware[2].args.pii_type", "is required by PIIMiddleware"],
+    ]);
+    expect(problemsOf({ tools: [{ name: "Front", middleware: [{ class: "NoModule", args: {} }] }] }).map(({ key, reason }) => [key, reason])).toEqual([
+      ["tools[0].middleware[0].class", "must be a fully qualified class name, package.module.ClassName"],
+    ]);
+  });
+
+  it("checks HumanInTheLoopMiddleware's interrupt_on: its decisions, its settings", async () => {
+    const network = build({
+      tools: [
+        {
+          name: "Front",
+          middleware: [
+            {
+              class: "langchain.agents.middleware.HumanInTheLoopMiddleware",
+              args: { interrupt_on: { a: true, b: false, c: { allowed_decisions: ["approve", "respond"] }, d: { when: "always" } } },
+            },
+            { class: "langchain.agents.middleware.HumanInTheLoopMiddleware", args: {} },
+          ],
+        },
+      ],
+    });
+    expect((await middlewareProblems(network, undefined)).map(({ key, reason }) => [key, reason])).toEqual([
+      ["tools[0].middleware[0].args.interrupt_on.c.allowed_decisions", "must be a list of approve, edit, reject"],
+      ["tools[0].middleware[0].args.interrupt_on.d.when", "is not a setting of an interrupt: allowed_decisions, description, args_schema are"],
+      ["tools[0].middleware[1].args.interrupt_on", "is required by HumanInTheLoopMiddleware"],
+    ]);
+  });
+
+  it("applies to LLM agents only: a coded tool with middleware refuses the network", () => {
+    const problems = problemsOf({
+      tools: [
+        { name: "Front", tools: ["Tool"] },
+        { name: "Tool", class: "tools.Tool", middleware: [{ class: "langchain.agents.middleware.PIIMiddleware", args: { pii_type: "email" } }] },
+      ],
+    });
+    expect(problems.map(({ key }) => key)).toEqual(["tools[1].middleware"]);
+  });
+
+  it("an empty middleware list asks for nothing", () => {
+    expect(build({ tools: [{ name: "Front", middleware: [] }] }).frontMan.middleware).toEqual([]);
   });
 });
 

@@ -78,10 +78,10 @@ describe.each([
     expect(finalOf(lines).sly_data).toEqual({ visitor: "Ada", greeted: "Ada" });
   });
 
-  it("a chain of calls is bounded as any is: past max_iterations the call fails, and the caller says why", async () => {
+  it("a chain of calls is bounded as any is: past max_steps (max_iterations, as the network writes it) the call fails, and the caller says why", async () => {
     const deeper = (levels: number): Json => (levels === 0 ? { call: "Delegator" } : { call: "Delegator", with: deeper(levels - 1) });
     const lines = await chat(`Delegator ${JSON.stringify(deeper(5))}`);
-    expect(toolResults(lines).at(-1).text).toMatch(/^Error: Delegator failed: .*deeper than max_iterations \(4\)/);
+    expect(toolResults(lines).at(-1).text).toMatch(/^Error: Delegator failed: .*deeper than max_steps \(4\)/);
   });
 
   it("a name the network does not have is an error the caller gets", async () => {

@@ -77,11 +77,11 @@ describe.each(protocols)("the example networks over %s, against a scripted OpenA
     expect(result.text).toContain("Answer");
   });
 
-  it("music_nerd: a cycle between sub-agents ends, bounded by max_iterations", async () => {
+  it("music_nerd: a cycle between sub-agents ends, bounded by max_steps", async () => {
     const lines = await chat(server, "music_nerd", { user_message: { text: "Who played on Revolver?" }, chat_filter: maximal });
     expectWellFormedChat(lines, "MusicNerd");
     const deepest = Math.max(...messagesOf(lines).map((m) => m.origin?.length ?? 0));
-    expect(deepest).toBe(20); // music_nerd keeps the default max_iterations of 20
+    expect(deepest).toBe(20); // music_nerd sets max_steps: 20
   });
 
   it("back_office: structure_formats and a running total that sly_data carries across turns", async () => {
@@ -219,7 +219,8 @@ describe("the runtime against scripted LLM servers", () => {
     const lines = await restChat(server, "slow", { user_message: { text: "fail" }, chat_filter: maximal });
     const status = lines.at(-1)!;
     expect(status).toMatchObject({ code: 14, details: [expect.objectContaining({ reason: "LLM_UNAVAILABLE" })] });
-    expect(openai.requests).toHaveLength(4); // one try and three retries
+    // max_attempts (3 by default) runs the agent again after a server error: each run one try and three retries.
+    expect(openai.requests).toHaveLength(12);
   });
 
   it.each([

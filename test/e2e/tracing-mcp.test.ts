@@ -57,9 +57,11 @@ async function callTool(client: Client, name: string, args: Record<string, unkno
 const spanIn = (traceId: string, name: string) => () => receiver.spans.find((span) => span.traceId === traceId && span.name === name);
 
 /** The chat a network tool ran is under the MCP call's span, its agent's model call under that. */
+/** The network's chat under the call, with its front man's agent span and that agent's model call under it. */
 async function expectChatUnder(call: ReceivedSpan, network: string): Promise<void> {
-  const chat = await until(spanIn(call.traceId, `invoke_agent ${network}`), `the ${network} chat's span`);
-  expect(chat.parentSpanId).toBe(call.spanId);
+  const chat = await until(() => receiver.children(call).find((span) => span.name === `invoke_agent ${network}`), `the ${network} chat's span`);
+  const frontMan = await until(() => receiver.children(chat).find((span) => span.name.startsWith("invoke_agent ")), `the ${network} front man's span`);
+  await until(() => receiver.children(frontMan).find((span) => span.name.startsWith("chat ")), `the ${network} front man's model call`);
 }
 
 describe("trace context over MCP", () => {
@@ -148,6 +150,33 @@ describe("trace context over MCP", () => {
       const [call] = mcp.calls;
       expect(call).toMatchObject({ tool: "add", meta: { traceparent: `00-${host.traceId}-${tool.spanId}-01` } });
       expect(call!.headers.traceparent).toBe(call!.meta!.traceparent);
+    });
+
+    it("a network of another Axon called through its /mcp joins the caller's trace with its agents and model calls", async () => {
+      llm.reset();
+      const manifest = await writeRegistry({
+        via_mcp: `{ llm_config { model_name: "gpt-4o-mini" }, tools: [ { name: "Asker", instructions: "Ask greet_net.", tools: [${JSON.stringify(`${axon.url}/mcp`)}] } ] }`,
+      });
+      stops.push(() => rm(path.dirname(manifest), { recursive: true, force: true }));
+      const caller = await startAxonProcess({ ...env, ...receiver.env("http/json"), OTEL_SERVICE_NAME: "axon-caller", AGENT_MANIFEST_FILE: manifest });
+      stops.push(() => caller.stop());
+      llm.script((request) =>
+        request.system === "Ask greet_net." && request.messages.at(-1)?.role === "user"
+          ? { toolCalls: [{ name: "greet_net", arguments: { text: "hello" } }] }
+          : { text: `Answer: ${request.messages.at(-1)?.content ?? ""}` },
+      );
+      const host = clientSpan();
+      const response = await fetch(`${caller.url}/api/v1/via_mcp/streaming_chat`, {
+        method: "POST",
+        headers: { "content-type": "application/json", traceparent: host.traceparent },
+        body: JSON.stringify({ user_message: { text: "say hello" } }),
+      });
+      expect(response.status).toBe(200);
+      await response.text();
+      const tool = await until(spanIn(host.traceId, "execute_tool greet_net"), "the caller's MCP tool span");
+      const call = await until(spanIn(host.traceId, "tools/call greet_net"), "the callee's tools/call span");
+      expect(call).toMatchObject({ service: "axon-http", parentSpanId: tool.spanId });
+      await expectChatUnder(call, "greet_net");
     });
   });
 });

@@ -87,6 +87,12 @@ describe.each(["openai", "anthropic", "bedrock"] as const)("the %s provider agai
       expect(server.requests[0]?.request.stream).toBe(streaming);
     });
 
+    it("names the model that answered as the provider's answer names it (Bedrock's answer names none)", async () => {
+      server.enqueue({ text: "Seven.", model: `${model}-2024-07-18` });
+      const response = await client({ streaming }).complete({ messages: question, tools: [], signal: live() });
+      expect(response.model).toBe(kind === "bedrock" ? model : `${model}-2024-07-18`);
+    });
+
     it("makes a tool call, sends the tool result back and gets the answer", async () => {
       const llm = client({ streaming });
       const first = await llm.complete({ messages: question, tools: [calculator], signal: live() });
@@ -238,7 +244,9 @@ describe("providers sharing one conversation", () => {
     const llm = createLlmClient({ model_name: "gpt-4o", fallbacks: [{ model_name: "claude-sonnet-4-5" }] }, env);
     expect(llm.description).toBe("openai gpt-4o then anthropic claude-sonnet-4-5");
     const response = await llm.complete({ messages: question, tools: [calculator], signal: live() });
-    expect(response.model).toBe("claude-sonnet-4-5");
+    // The model that answered, as Anthropic named it in its answer (the scripted server names the one it was sent).
+    expect(response.model).toBe(anthropic.requests[0]?.body["model"]);
+    expect(response.model).toMatch(/^claude-sonnet-4-5/);
     expect(response.toolCalls[0]?.arguments).toEqual({ operation: "add", a: 3, b: 4 });
     expect(anthropic.requests[0]?.credential).toBe("sk-ant-other");
   });
@@ -259,7 +267,8 @@ describe("providers sharing one conversation", () => {
     try {
       const env = { ...openai.env, AZURE_OPENAI_API_KEY: "azure-secret", AZURE_OPENAI_ENDPOINT: azure.url };
       const llm = createLlmClient({ model_name: "azure-gpt-4o", deployment_name: "team-4o", openai_api_version: "2024-06-01" }, env);
-      expect((await llm.complete({ messages: question, tools: [], signal: live() })).model).toBe("azure-gpt-4o");
+      // Azure answers with the deployment's model.
+      expect((await llm.complete({ messages: question, tools: [], signal: live() })).model).toBe("gpt-4o");
       expect(azure.requests[0]?.path).toBe("/openai/deployments/team-4o/chat/completions?api-version=2024-06-01");
       expect(azure.requests[0]?.body["model"]).toBe("gpt-4o");
       expect(openai.requests).toHaveLength(0);

@@ -76,7 +76,9 @@ export async function chatAcrossTwoProcesses(extraEnv: Record<string, string> = 
     });
     closers.push(() => rm(path.dirname(callerManifest), { recursive: true, force: true }));
     // The front man calls all three tools at once, then answers from their results.
+    // Answered by a dated snapshot of the model asked for, as OpenAI answers.
     const askEveryone: Reply = {
+      model: "gpt-4o-mini-2024-07-18",
       toolCalls: [
         { name: "SlyWitness", arguments: { note: "secret-note" } },
         { name: "Helper", arguments: { inquiry: "help me" } },

@@ -11,7 +11,8 @@ import { AsyncQueue } from "../async-queue.js";
 import type { ChatRunner, ChatTurn } from "../chat-runner.js";
 import type { DeployTemporaryNetworks, TemporaryNetworkSpec } from "../temporary-networks.js";
 import { Batches } from "./batches.js";
-import type { ChatThreadSettings, Instruction, Report } from "./protocol.js";
+import type { ChatThreadSettings, Instruction, Report, WireDecision } from "./protocol.js";
+import type { HeldToolCall, ToolCallDecision, ToolCallHolds, ToolCallOutcome } from "../tool-call-holds.js";
 import { fromWireError, toWireError } from "./wire-error.js";
 import { traceCarrier } from "../../telemetry/thread-context.js";
 import { reportLlmCall } from "../../telemetry/llm-calls.js";
@@ -30,6 +31,12 @@ export interface ChatThreadOptions {
   deployTemporaryNetworks?: DeployTemporaryNetworks;
 }
 
+/** What a held tool call's decision leaves on this side: the request to withdraw, the approval to finish. */
+interface HeldCall {
+  withdraw: AbortController;
+  finish?: (outcome: ToolCallOutcome) => void;
+}
+
 /**
  * Runs chats on a worker thread of their own, so their CPU does not hold the loop that serves requests. The thread
  * starts with the first chat (never on the start-up path) and again with the first chat after it died; a chat the
@@ -38,10 +45,16 @@ export interface ChatThreadOptions {
  */
 export class ChatThread implements ChatRunner {
   private thread: Promise<RunningThread> | undefined;
+  private holds: ToolCallHolds | undefined;
   /** The temporary networks the server serves: a thread started later gets them before its first chat. */
   private temporaryNetworks: TemporaryNetworkSpec[] = [];
 
   constructor(private readonly options: ChatThreadOptions) {}
+
+  /** Where the thread's held tool calls are decided: the broker, which starts after the thread is made. */
+  holdToolCallsWith(holds: ToolCallHolds): void {
+    this.holds = holds;
+  }
 
   async start(turn: ChatTurn): Promise<AsyncIterable<ChatMessage>> {
     const thread = await (this.thread ??= this.spawn());
@@ -62,7 +75,7 @@ export class ChatThread implements ChatRunner {
   }
 
   private spawn(): Promise<RunningThread> {
-    const spawning = RunningThread.spawn(this.options, () => {
+    const spawning = RunningThread.spawn(this.options, () => this.holds, () => {
       if (this.thread === spawning) this.thread = undefined;
     }).then((thread) => {
       thread.setTemporaryNetworks(this.temporaryNetworks);
@@ -85,19 +98,20 @@ interface RunningChat {
 
 class RunningThread {
   private readonly chats = new Map<number, RunningChat>();
+  private readonly held = new Map<number, HeldCall>();
   private readonly instructions = new Batches<Instruction>((batch) => {
     if (!this.ended) this.worker.postMessage(batch);
   });
   private lastId = 0;
   private ended = false;
 
-  static async spawn(options: ChatThreadOptions, onEnd: () => void): Promise<RunningThread> {
+  static async spawn(options: ChatThreadOptions, holds: () => ToolCallHolds | undefined, onEnd: () => void): Promise<RunningThread> {
     const { config, env, logger } = options;
     const settings: ChatThreadSettings = { config, logLevel: logger.level };
     const worker = new Worker(threadEntry, { workerData: settings, env });
     // The destination the server logger writes to: the thread's records, serialized there, join the same stream.
     const log = (logger as unknown as Record<symbol, { write(record: string): unknown }>)[symbols.streamSym]!;
-    const thread = new RunningThread(worker, log, logger, onEnd, options.deployTemporaryNetworks);
+    const thread = new RunningThread(worker, log, logger, holds, onEnd, options.deployTemporaryNetworks);
     try {
       await thread.ready;
     } catch (error) {
@@ -115,6 +129,7 @@ class RunningThread {
     private readonly worker: Worker,
     log: { write(record: string): unknown },
     private readonly logger: Logger,
+    private readonly holds: () => ToolCallHolds | undefined,
     onEnd: () => void,
     private readonly deployTemporaryNetworks: DeployTemporaryNetworks | undefined,
   ) {
@@ -128,6 +143,9 @@ class RunningThread {
         else if (report.kind === "ready") readied.resolve();
         else if (report.kind === "unready") readied.reject(fromWireError(report.error));
         else if (report.kind === "closed") this.closedReport();
+        else if (report.kind === "hold") this.hold(report.hold, report.call);
+        else if (report.kind === "withdraw") this.held.get(report.hold)?.withdraw.abort(new Error("the chat was cancelled"));
+        else if (report.kind === "hold-finished") this.finishHeld(report.hold, report.outcome);
         else if (report.kind === "deploy-temporary-networks") this.deploy(report);
         else this.settle(report);
       }
@@ -140,6 +158,12 @@ class RunningThread {
       readied.reject(cause);
       if (this.chats.size > 0) logger.error({ err: cause, chats: this.chats.size }, "the chat thread ended with chats running");
       for (const [id, chat] of this.chats) this.finish(id, chat, chatThreadEnded(cause));
+      // Held calls end with the thread: a waiting request is withdrawn, an approved call that ran is failed.
+      for (const call of this.held.values()) {
+        if (call.finish) call.finish({ ok: false, message: "the chat thread ended before the tool call finished" });
+        else call.withdraw.abort(cause);
+      }
+      this.held.clear();
     });
     // Idle, the thread does not keep the process alive; a chat in flight does.
     worker.unref();
@@ -167,6 +191,7 @@ class RunningThread {
       chatContext: turn.chatContext && toBinary(ChatContextSchema, turn.chatContext),
       metadata: turn.metadata,
       trace: traceCarrier(),
+      clientId: turn.clientId,
     });
     if (signal.aborted) cancel();
     else signal.addEventListener("abort", cancel, { once: true });
@@ -203,7 +228,34 @@ class RunningThread {
     );
   }
 
-  private settle(report: Exclude<Report, { kind: "log" | "llm-call" | "ready" | "unready" | "closed" | "deploy-temporary-networks" }>): void {
+  /** A tool call the thread holds: decided here, where the broker is; no broker, no approval. */
+  private hold(hold: number, call: HeldToolCall): void {
+    const entry: HeldCall = { withdraw: new AbortController() };
+    this.held.set(hold, entry);
+    const holds = this.holds();
+    const decided = holds === undefined
+      ? Promise.resolve<ToolCallDecision>({ approved: false, code: "operation_unavailable", message: "no operator can approve tool calls on this server" })
+      : holds.hold(call, entry.withdraw.signal, (requestId) => this.instructions.push({ kind: "hold-pending", hold, requestId }));
+    void decided
+      .catch((error: unknown): ToolCallDecision => ({
+        approved: false,
+        code: error instanceof AxonError ? error.reason.toLowerCase() : "operation_unavailable",
+        message: error instanceof Error ? error.message : String(error),
+      }))
+      .then((decision) => {
+        if (decision.approved) entry.finish = decision.finish;
+        else this.held.delete(hold);
+        const wire: WireDecision = decision.approved ? { approved: true, arguments: decision.arguments } : decision;
+        this.instructions.push({ kind: "held", hold, decision: wire });
+      });
+  }
+
+  private finishHeld(hold: number, outcome: ToolCallOutcome): void {
+    this.held.get(hold)?.finish?.(outcome);
+    this.held.delete(hold);
+  }
+
+  private settle(report: Exclude<Report, { kind: "log" | "llm-call" | "ready" | "unready" | "closed" | "deploy-temporary-networks" | "hold" | "withdraw" | "hold-finished" }>): void {
     const chat = this.chats.get(report.id);
     if (chat === undefined) return;
     switch (report.kind) {

@@ -2,6 +2,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type { Config } from "../../config.js";
 import type { Code } from "../../errors.js";
 import type { LlmCallRecord } from "../../telemetry/llm-calls.js";
+import type { HeldToolCall, ToolCallDecision, ToolCallOutcome } from "../tool-call-holds.js";
 import type { DeployedNetwork, TemporaryDeployment, TemporaryNetworkSpec } from "../temporary-networks.js";
 
 /*
@@ -31,8 +32,13 @@ export type Instruction =
       metadata: Record<string, string>;
       /** The calling RPC's trace (W3C headers), when tracing is on: the chat's spans join it. */
       trace: Record<string, string> | undefined;
+      clientId: string | undefined;
     }
   | { kind: "cancel"; id: number }
+  /** A held tool call waits for an operator, on the request `requestId`. */
+  | { kind: "hold-pending"; hold: number; requestId: string }
+  /** A held tool call was decided. */
+  | { kind: "held"; hold: number; decision: WireDecision }
   /** The temporary networks to serve from now on, beside the manifest's (the whole set, each time it changes). */
   | { kind: "temporary-networks"; networks: TemporaryNetworkSpec[] }
   /** The answer to a `deploy-temporary-networks` report: what was deployed (and is served by then), or why not. */
@@ -53,12 +59,21 @@ export type Report =
   | { kind: "message"; id: number; message: Uint8Array }
   | { kind: "ended"; id: number }
   | { kind: "failed"; id: number; error: WireError }
+  /** A tool call to hold for an operator's decision (the broker lives on the serving loop); `hold` numbers it. */
+  | { kind: "hold"; hold: number; call: HeldToolCall }
+  /** The chat that held it was cancelled: the request is withdrawn. */
+  | { kind: "withdraw"; hold: number }
+  /** An approved tool call ran: how it went. */
+  | { kind: "hold-finished"; hold: number; outcome: ToolCallOutcome }
   /** A coded tool's Reservationist deploys networks: the server keeps them in its database (the thread has none). */
   | { kind: "deploy-temporary-networks"; request: number; owner: string; deployments: TemporaryDeployment[] }
   /** A model call the thread made, for the server's GenAI metrics. */
   | { kind: "llm-call"; record: LlmCallRecord }
   /** A log record of the thread, as pino serialized it, for the server's logger. */
   | { kind: "log"; record: string };
+
+/** A decision as it crosses: an approval's `finish` stays on the serving loop, reached by `hold-finished`. */
+export type WireDecision = { approved: true; arguments: JsonObject } | Exclude<ToolCallDecision, { approved: true }>;
 
 /** An error as it crosses: an AxonError keeps what the status mapper reads; anything else its name and message. */
 export type WireError =

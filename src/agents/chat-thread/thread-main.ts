@@ -9,6 +9,7 @@ import { createAgentRuntime, type ConfiguredRuntime } from "../configured-runtim
 import { AgentRegistry } from "../registry.js";
 import type { AgentNetwork } from "../agent-network.js";
 import { Batches } from "./batches.js";
+import { ThreadHolds } from "./thread-holds.js";
 import type { ChatThreadSettings, Instruction, Report } from "./protocol.js";
 import { fromWireError, toWireError } from "./wire-error.js";
 import type { DeployedNetwork, TemporaryDeployment } from "../temporary-networks.js";
@@ -52,13 +53,15 @@ try {
     clock: { now: () => new Date(0) },
   });
   if (config.manifestUpdatePeriodSeconds > 0) registry.watch(config.manifestUpdatePeriodSeconds);
-  runtime = createAgentRuntime(config, registry, process.env, logger, deployOnTheServer);
+  const holds = new ThreadHolds(send);
+  runtime = createAgentRuntime(config, registry, process.env, logger, holds, deployOnTheServer);
   port.on("message", (instructions: Instruction[]) => {
     for (const instruction of instructions) {
       if (instruction.kind === "start") void runInCarriedTrace(instruction.trace, () => run(instruction));
       else if (instruction.kind === "temporary-networks-deployed") deployments.get(instruction.request)?.resolve(instruction.networks);
       else if (instruction.kind === "temporary-networks-refused") deployments.get(instruction.request)?.reject(fromWireError(instruction.error));
       else if (instruction.kind === "cancel") chats.get(instruction.id)?.abort();
+      else if (instruction.kind === "hold-pending" || instruction.kind === "held") holds.answer(instruction);
       else if (instruction.kind === "temporary-networks") registry.setTemporaryNetworks(instruction.networks);
       else void runtime.close().finally(() => send({ kind: "closed" }));
     }
@@ -96,6 +99,7 @@ async function run(turn: Extract<Instruction, { kind: "start" }>): Promise<void>
         chatContext: turn.chatContext && fromBinary(ChatContextSchema, turn.chatContext),
         metadata: turn.metadata,
         signal: cancel.signal,
+        ...(turn.clientId === undefined ? {} : { clientId: turn.clientId }),
       });
     } catch (error) {
       return send({ kind: "refused", id, error: toWireError(error) });

@@ -17,8 +17,15 @@ export interface PythonSettings {
   cancelGraceMs: number;
 }
 
-/** What one Python call runs: a coded tool, or a toolbox library tool's LangChain class. */
-export type PythonTarget = { args: JsonObject } & (CodedToolTarget | LibraryToolTarget);
+/** What one Python call runs: a coded tool, a toolbox library tool's LangChain class, or a hook of a network's middleware. */
+export type PythonTarget = ({ args: JsonObject } & (CodedToolTarget | LibraryToolTarget)) | MiddlewareTarget;
+
+/** One hook of an AgentMiddleware instance (runner.py's protocol says which hooks and what each answers). */
+export interface MiddlewareTarget {
+  middleware: { class: string; args: JsonObject; instance: string; origin: JsonObject[] };
+  hook: string;
+  payload: JsonObject;
+}
 
 export interface CodedToolTarget {
   module: string;
@@ -51,6 +58,12 @@ export type PythonCall = PythonTarget & {
 export interface SlyDataChanges {
   set: JsonObject;
   delete: string[];
+}
+
+/** Applies what Python code changed to the chat's own dict. */
+export function applySlyDataChanges(slyData: JsonObject, changes: SlyDataChanges): void {
+  for (const key of changes.delete) delete slyData[key];
+  Object.assign(slyData, changes.set);
 }
 
 export interface PythonAnswer {
@@ -163,12 +176,14 @@ export class PythonWorker {
     const id = ++this.lastId;
     const answer = new Promise<PythonAnswer>((resolve, reject) => this.calls.set(id, { signal, resolve, reject, progress, callbacks, requests: new Map() }));
     if (this.calls.size === 1) this.ref();
-    const { chat, args } = call;
+    const { chat } = call;
     const target: JsonObject =
-      "library" in call
-        ? { library: call.library, settings: call.settings, ...(call.tool === undefined ? {} : { tool: call.tool }), ...(call.describe ? { describe: true } : {}) }
-        : { module: call.module, file: call.file, class: call.className, sly_data: call.slyData, ...(call.spec === undefined ? {} : { spec: call.spec }) };
-    this.send({ call: id, chat, ...target, args });
+      "middleware" in call
+        ? { middleware: call.middleware, hook: call.hook, payload: call.payload, sly_data: call.slyData }
+        : "library" in call
+          ? { library: call.library, settings: call.settings, ...(call.tool === undefined ? {} : { tool: call.tool }), ...(call.describe ? { describe: true } : {}), args: call.args }
+          : { module: call.module, file: call.file, class: call.className, sly_data: call.slyData, ...(call.spec === undefined ? {} : { spec: call.spec }), args: call.args };
+    this.send({ call: id, chat, ...target });
     return answer;
   }
 

@@ -20,6 +20,17 @@ tool prints goes to stderr, never into the protocol).
                               `tool`) made once per chat, `await tool.ainvoke(args)`; it never sees sly_data
     {"call": id, "chat": c, "library": "pkg.mod.Tool", "settings": {}, "describe": true, "args": {}}
                               answers, as `result`, the JSON {"toolkit": bool, "tools": [{name, description, parameters}]}
+    {"call": id, "chat": c, "middleware": {"class": "pkg.mod.M", "args": {}, "instance": k, "origin": []},
+     "hook": h, "payload": {}, "sly_data": {}}
+                              a network's own AgentMiddleware (LangChain's): made once per instance key `k` with its
+                              args, special args filled in; `h` is "make" (payload {"chat_history"}; answers its
+                              hooks and tools), a hook
+                              (abefore_agent, abefore_model, aafter_model, aafter_agent: payload {"state"}, answers
+                              {"messages"?, "jump_to"?}; awrap_model_call: payload {"request"}, answers {"message",
+                              "request"}, its handler asks `model_call`; awrap_tool_call: payload {"request"}, answers
+                              {"content"}, its handler asks `tool_call`) or "tool" (payload {"name", "args"}: one of
+                              its own tools). Messages cross as {"role", "content", "id", "tool_calls"?, "tool_call_id"?};
+                              `result` is the answer as JSON text
     {"cancel": id}            cancels the call's asyncio task (CancelledError inside async_invoke)
     {"response": r, "result": <JSON>}                                  answers a callback request (below)
     {"response": r, "error": {"type": "TOOL_FAILED", "message": "..."}}  its handler failed, is unknown, or the call ended
@@ -56,16 +67,20 @@ import asyncio
 import contextvars
 import importlib
 import importlib.util
+import inspect
 import json
 import os
 import sys
 import time
 import traceback
+import types
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 STAND_IN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stand-in")
 INSTANTIATION_START = 1
+MIDDLEWARE_HOOKS = ("abefore_agent", "abefore_model", "aafter_model", "aafter_agent", "awrap_model_call", "awrap_tool_call")
+SPECIAL_ARGS = ("chat_history", "origin", "origin_str", "progress_reporter", "sly_data")
 # The worker and call id of the call the running code belongs to (each call's task has its own).
 CURRENT_CALL = contextvars.ContextVar("axon_call")
 
@@ -208,7 +223,7 @@ def as_text(output):
 class ProgressReporter:
     """What neuro-san hands a coded tool as args["progress_reporter"]: progress streamed as AGENT_PROGRESS."""
 
-    def __init__(self, worker, call_id):
+    def __init__(self, worker, call_id=None):
         self._worker = worker
         self._call_id = call_id
 
@@ -217,7 +232,9 @@ class ProgressReporter:
             return
         if not isinstance(structure, dict):
             raise ValueError(f"Expected dictionary, got {type(structure)}")
-        self._worker.send({"progress": self._call_id, "structure": structure, "content": content or ""})
+        # A middleware's reporter outlives a call: it reports into the call running now.
+        call_id = self._call_id if self._call_id is not None else CURRENT_CALL.get((None, None))[1]
+        self._worker.send({"progress": call_id, "structure": structure, "content": content or ""})
 
 
 async def use_tool(tool_name, tool_args, sly_data):
@@ -415,6 +432,9 @@ class Worker:
         self.libraries = {}
         self.requests = {}
         self.last_request = 0
+        self.middleware = {}
+        self.middleware_sly_data = {}
+        self.sly_baselines = {}
         self.flushing = False
         self.executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="coded-tool")
         from neuro_san.interfaces.coded_tool import CodedTool
@@ -480,14 +500,22 @@ class Worker:
         CURRENT_CALL.set((self, call_id))
         private = self.chats.setdefault(message["chat"], {})
         sent = message.get("sly_data", {})
-        sly_data = json.loads(json.dumps(sent))
+        # A middleware keeps the dict it was made with: the chat's sly_data is refreshed into it at each hook.
+        sly_data = self.middleware_sly_data.setdefault(message["chat"], {}) if "middleware" in message else {}
+        sly_data.clear()
+        sly_data.update(json.loads(json.dumps(sent)))
         sly_data.update(private)
+        # What Axon's side holds of the dict now: a middleware's handler brings both sides level (see level_sly_data).
+        self.sly_baselines[call_id] = (sent, sly_data, private)
         try:
             if "library" in message:
                 result = await self.run_library_tool(message)
+            elif "middleware" in message:
+                result = json.dumps(await self.run_middleware(message, sly_data))
             else:
                 result = await self.run_coded_tool(message, call_id, sly_data)
         except (Exception, SystemExit) as error:
+            sent = self.sly_baselines.pop(call_id)[0]
             self.send({
                 "failed": call_id,
                 "type": type(error).__name__,
@@ -496,6 +524,7 @@ class Worker:
                 "sly_data": sly_data_changes(sent, sly_data, private),
             })
             return
+        sent = self.sly_baselines.pop(call_id)[0]
         # neuro-san renders any result with f"{result}": a string as is, a dict as Python prints it.
         self.send({"done": call_id, "result": f"{result}", "sly_data": sly_data_changes(sent, sly_data, private)})
 
@@ -545,6 +574,26 @@ class Worker:
                 made.pop(key)
             raise
 
+    async def level_sly_data(self, name, args):
+        """A callback request of the running call that carries what it changed in sly_data so far, and takes back the
+        chat's dict as Axon has it once answered: nested hooks of one chat see each other's changes."""
+        _, call_id = CURRENT_CALL.get()
+        sent, sly_data, private = self.sly_baselines[call_id]
+        answer = await self.request(call_id, name, {**args, "sly_data": sly_data_changes(sent, sly_data, private)})
+        fresh = answer.pop("sly_data", {})
+        sly_data.clear()
+        sly_data.update(json.loads(json.dumps(fresh)))
+        sly_data.update(private)
+        self.sly_baselines[call_id] = (fresh, sly_data, private)
+        return answer
+
+    async def run_middleware(self, message, sly_data):
+        spec, hook, payload = message["middleware"], message["hook"], message.get("payload", {})
+        key = (message["chat"], spec["instance"])
+        if key not in self.middleware:
+            self.middleware[key] = await asyncio.get_running_loop().run_in_executor(self.executor, Middleware, self, spec, sly_data, ProgressReporter(self), payload.get("chat_history", []))
+        return await self.middleware[key].run(hook, payload)
+
     def finished(self, call_id):
         # A task cancelled before it even started never ran its own code: this says so in every case.
         if self.tasks.pop(call_id).cancelled():
@@ -576,6 +625,9 @@ class Worker:
         return getattr(module, message["class"])
 
     def end_chat(self, chat):
+        for key in [key for key in self.middleware if key[0] == chat]:
+            del self.middleware[key]
+        self.middleware_sly_data.pop(chat, None)
         made = [future.result()[2] for future in self.libraries.pop(chat, {}).values() if future.done() and not future.cancelled() and future.exception() is None]
         for value in [*self.chats.pop(chat, {}).values(), *made]:
             close = getattr(value, "close", None)
@@ -584,6 +636,177 @@ class Worker:
                     close()
                 except Exception:  # pylint: disable=broad-exception-caught
                     traceback.print_exc()
+
+
+class Middleware:
+    """One AgentMiddleware instance of an agent activation, its hooks called with LangChain's own types."""
+
+    def __init__(self, worker, spec, sly_data, reporter, history=()):
+        self.worker = worker
+        try:
+            from langchain_core import messages, tools  # pylint: disable=import-outside-toplevel
+        except ImportError as error:
+            raise ImportError(f"{spec['class']} is LangChain middleware, and LangChain is not installed: {error}") from error
+        self.lc, self.lc_tools, self.known = messages, tools, {}
+        module_name, _, name = spec["class"].rpartition(".")
+        cls = getattr(importlib.import_module(module_name), name)
+        origin = spec.get("origin") or []
+        special = {"chat_history": [self.to_lc(message) for message in history], "origin": origin, "origin_str": origin_str(origin), "progress_reporter": reporter, "sly_data": sly_data}
+        takes = inspect.signature(cls).parameters
+        args = dict(spec.get("args") or {})
+        for key in SPECIAL_ARGS:
+            if key in args and key in takes:
+                args[key] = special[key]
+        self.instance = cls(**args)
+        self.name = spec["class"]
+        self.state = {}
+
+    def hooks(self):
+        """The hooks the class itself defines (AgentMiddleware's own do nothing), sync ones under their async names."""
+        defined = []
+        for hook in MIDDLEWARE_HOOKS:
+            for candidate in (hook, hook[1:]):
+                owner = next((klass for klass in type(self.instance).__mro__ if candidate in vars(klass)), None)
+                if owner is not None and owner.__name__ != "AgentMiddleware":
+                    defined.append(hook)
+                    break
+        return defined
+
+    async def call_hook(self, hook, *args):
+        method = getattr(self.instance, hook)
+        owner = next(klass for klass in type(self.instance).__mro__ if hook in vars(klass))
+        if owner.__name__ == "AgentMiddleware" and hook != "awrap_model_call" and hook != "awrap_tool_call":
+            return await asyncio.get_running_loop().run_in_executor(None, getattr(self.instance, hook[1:]), *args)
+        return await method(*args)
+
+    async def run(self, hook, payload):
+        if hook == "make":
+            return {"hooks": self.hooks(), "tools": [describe_tool(tool) for tool in getattr(self.instance, "tools", None) or []]}
+        if hook == "tool":
+            tool = next(tool for tool in self.instance.tools if tool.name == payload["name"])
+            return {"content": as_text(await tool.ainvoke(payload["args"]))}
+        runtime = langgraph_runtime()
+        if hook in ("awrap_model_call", "awrap_tool_call"):
+            return await getattr(self, hook[1:])(payload["request"], runtime)
+        state = {**self.state, "messages": [self.to_lc(message) for message in payload["state"]["messages"]]}
+        update = await self.call_hook(hook, state, runtime) or {}
+        for key, value in update.items():
+            if key not in ("messages", "jump_to"):
+                self.state[key] = value
+        answer = {} if update.get("jump_to") is None else {"jump_to": update["jump_to"]}
+        if "messages" in update:
+            answer["messages"] = [self.from_lc(message) for message in merged(state["messages"], update["messages"])]
+        return answer
+
+    async def wrap_model_call(self, request, runtime):
+        from langchain.agents.middleware.types import ModelRequest, ModelResponse  # pylint: disable=import-outside-toplevel
+
+        async def handler(asked):
+            answer = await self.worker.level_sly_data("model_call", {"request": self.request_json(asked)})
+            return ModelResponse(result=[self.to_lc(answer["message"])])
+
+        state = {**self.state, "messages": [self.to_lc(message) for message in request["messages"]]}
+        fields = {"model": AxonModel(request["model"]), "messages": state["messages"], "tool_choice": None, "response_format": None, "state": state, "runtime": runtime}
+        tools = [self.lc_tool(tool) for tool in request["tools"]]
+        system = self.lc.SystemMessage(content=request["system_prompt"])
+        try:
+            asked = ModelRequest(**fields, tools=tools, system_message=system, model_settings={})
+        except TypeError:  # LangChain before system_message
+            asked = ModelRequest(**fields, tools=tools, system_prompt=request["system_prompt"])
+        response = await self.call_hook("awrap_model_call", asked, handler)
+        result = response if isinstance(response, self.lc.AIMessage) else next(m for m in reversed(getattr(response, "model_response", response).result) if isinstance(m, self.lc.AIMessage))
+        return {"message": self.from_lc(result)}
+
+    async def wrap_tool_call(self, request, runtime):
+        try:
+            from langchain.agents.middleware.types import ToolCallRequest  # pylint: disable=import-outside-toplevel
+        except ImportError:
+            from langgraph.prebuilt.tool_node import ToolCallRequest  # pylint: disable=import-outside-toplevel
+        call = request["tool_call"]
+
+        async def handler(asked):
+            answer = await self.worker.level_sly_data("tool_call", {"tool_call": asked.tool_call})
+            return self.lc.ToolMessage(content=answer["content"], tool_call_id=call["id"], name=call["name"], status=answer.get("status", "success"))
+
+        state = {**self.state, "messages": [self.to_lc(message) for message in request["messages"]]}
+        tool_call = {"name": call["name"], "args": call["args"], "id": call["id"], "type": "tool_call"}
+        tool = None if request.get("tool") is None else self.lc_tool(request["tool"])
+        result = await self.call_hook("awrap_tool_call", ToolCallRequest(tool_call=tool_call, tool=tool, state=state, runtime=runtime), handler)
+        return {"content": as_text(result.content) if isinstance(result, self.lc.ToolMessage) else str(result)}
+
+    def request_json(self, request):
+        system = getattr(request, "system_message", None)
+        prompt = system.content if system is not None else (getattr(request, "system_prompt", None) or "")
+        names = [tool.get("name") or tool.get("function", {}).get("name") if isinstance(tool, dict) else tool.name for tool in request.tools]
+        model = request.model.name if isinstance(request.model, AxonModel) else getattr(request.model, "model_name", None) or getattr(request.model, "model", None)
+        return {"system_prompt": prompt if isinstance(prompt, str) else as_text(prompt), "messages": [self.from_lc(message) for message in request.messages], "tools": names, "model": model}
+
+    def lc_tool(self, described):
+        async def run_in_axon(**_):
+            raise NotImplementedError("Axon runs this tool")
+
+        return self.lc_tools.StructuredTool(name=described["name"], description=described["description"], args_schema=described["parameters"], coroutine=run_in_axon)
+
+    def to_lc(self, message):
+        """Axon's message as LangChain's; the same object again when it comes back unchanged, whatever it carried."""
+        known = self.known.get(message["id"])
+        if known is not None and known[0] == message:
+            return known[1]
+        role, content, key = message["role"], message["content"], {"id": message["id"]}
+        if role == "assistant":
+            calls = [{"name": call["name"], "args": call["arguments"], "id": call["id"], "type": "tool_call"} for call in message.get("tool_calls", [])]
+            made = self.lc.AIMessage(content=content, tool_calls=calls, **key)
+        elif role == "tool":
+            made = self.lc.ToolMessage(content=content, tool_call_id=message["tool_call_id"], **key)
+        elif role == "system":
+            made = self.lc.SystemMessage(content=content, **key)
+        else:
+            made = self.lc.HumanMessage(content=content, **key)
+        self.known[message["id"]] = (message, made)
+        return made
+
+    def from_lc(self, made):
+        if made.id is None:
+            made.id = f"py-{id(made):x}"
+        content = made.content if isinstance(made.content, str) else "".join(part if isinstance(part, str) else part.get("text", "") for part in made.content)
+        message = {"role": {"ai": "assistant", "tool": "tool", "system": "system"}.get(made.type, "user"), "content": content, "id": made.id}
+        if made.type == "ai" and made.tool_calls:
+            message["tool_calls"] = [{"id": call["id"], "name": call["name"], "arguments": call["args"]} for call in made.tool_calls]
+        if made.type == "tool":
+            message["tool_call_id"] = made.tool_call_id
+        self.known[made.id] = (message, made)
+        return message
+
+
+class AxonModel:
+    """What a ModelRequest names as its model: Axon makes the call, with the model the agent's llm_config names."""
+
+    def __init__(self, name):
+        self.name = self.model_name = self.model = name
+
+
+def merged(current, update):
+    """LangChain's add_messages: a message replaces the one with its id, else is added; RemoveMessage removes."""
+    result = list(current)
+    for message in update:
+        if type(message).__name__ == "RemoveMessage":
+            result = [] if message.id == "__remove_all__" else [known for known in result if known.id != message.id]
+            continue
+        at = next((index for index, known in enumerate(result) if known.id is not None and known.id == message.id), None)
+        if at is None:
+            result.append(message)
+        else:
+            result[at] = message
+    return result
+
+
+def langgraph_runtime():
+    try:
+        from langgraph.runtime import Runtime  # pylint: disable=import-outside-toplevel
+
+        return Runtime()
+    except ImportError:
+        return types.SimpleNamespace(context=None, store=None, stream_writer=lambda *_: None, previous=None)
 
 
 async def serve():

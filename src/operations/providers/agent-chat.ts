@@ -95,6 +95,7 @@ export class AgentChatProvider implements Provider {
         // The operation's id is the request's: what the chat's logs and tools name it by.
         metadata: { ...(isJsonObject(metadata) ? (metadata as Record<string, string>) : {}), request_id: operation.id },
         signal: context.signal,
+        clientId: operation.clientId,
       });
       for await (const message of messages) {
         if (message.type === MessageType.AGENT_FRAMEWORK) return { state: "succeeded", result: resultOf(message) };

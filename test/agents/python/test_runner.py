@@ -250,6 +250,53 @@ class CallbackRequestTest(unittest.TestCase):
             asyncio.run(runner.axon_request("echo", {}))
 
 
+LANGCHAIN_SHAPED = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "middleware", "python")
+
+
+class MiddlewareMessagesTest(unittest.TestCase):
+    """Messages between Axon's JSON and LangChain's classes (the test fixtures' LangChain-shaped stand-in)."""
+
+    def setUp(self):
+        sys.path.insert(0, LANGCHAIN_SHAPED)
+        self.middleware = runner.Middleware(None, {"class": "middleware.testing.Rewriter", "args": {}}, {}, None)
+        from langchain_core import messages  # pylint: disable=import-outside-toplevel
+
+        self.messages = messages
+
+    def tearDown(self):
+        sys.path.remove(LANGCHAIN_SHAPED)
+
+    def test_each_role_becomes_its_class_and_comes_back_the_same(self):
+        sent = [
+            {"role": "user", "content": "hi", "id": "1"},
+            {"role": "assistant", "content": "", "id": "2", "tool_calls": [{"id": "c1", "name": "t", "arguments": {"a": 1}}]},
+            {"role": "tool", "content": "done", "id": "3", "tool_call_id": "c1"},
+            {"role": "system", "content": "be brief", "id": "4"},
+        ]
+        made = [self.middleware.to_lc(message) for message in sent]
+        self.assertEqual([type(message).__name__ for message in made], ["HumanMessage", "AIMessage", "ToolMessage", "SystemMessage"])
+        self.assertEqual(made[1].tool_calls, [{"name": "t", "args": {"a": 1}, "id": "c1", "type": "tool_call"}])
+        self.assertEqual([self.middleware.from_lc(message) for message in made], sent)
+
+    def test_a_message_that_comes_back_unchanged_is_the_same_object_with_all_it_carried(self):
+        message = self.middleware.to_lc({"role": "user", "content": "hi", "id": "1"})
+        message.additional_kwargs["kept"] = True
+        self.middleware.from_lc(message)
+        self.assertIs(self.middleware.to_lc({"role": "user", "content": "hi", "id": "1"}), message)
+        self.assertIsNot(self.middleware.to_lc({"role": "user", "content": "changed", "id": "1"}), message)
+
+    def test_messages_merge_as_add_messages_does(self):
+        human, ai = self.messages.HumanMessage(content="a", id="1"), self.messages.AIMessage(content="b", id="2")
+        replaced = self.messages.HumanMessage(content="A", id="1")
+        added = self.messages.HumanMessage(content="c", id="3")
+        self.assertEqual(runner.merged([human, ai], [replaced, added]), [replaced, ai, added])
+        self.assertEqual(runner.merged([human, ai], [self.messages.RemoveMessage(id="1")]), [ai])
+        self.assertEqual(runner.merged([human, ai], [self.messages.RemoveMessage(id="__remove_all__"), added]), [added])
+
+    def test_the_hooks_are_those_the_class_defines(self):
+        self.assertEqual(self.middleware.hooks(), ["abefore_model", "aafter_model"])
+
+
 class BranchActivationTest(unittest.TestCase):
     def test_the_installed_branch_activation_is_made_axons_and_its_subclasses_keep_theirs(self):
         installed = type("BranchActivation", (), {"__module__": runner.BRANCH_ACTIVATION_MODULE, "__init__": lambda self, *args: 1 / 0})

@@ -62,7 +62,7 @@ export const anthropicWire: Wire = {
     const usage = estimatedUsage(request, reply);
     const toolCalls = (reply.toolCalls ?? []).map((call, index) => ({ id: `toolu_${serial}_${index}`, call }));
     const stopReason = toolCalls.length > 0 ? "tool_use" : "end_turn";
-    const message = { id: `msg_${serial}`, type: "message", role: "assistant", model: request.model };
+    const message = { id: `msg_${serial}`, type: "message", role: "assistant", model: reply.model ?? request.model };
     if (!request.stream) {
       const content: JsonObject[] = [
         ...(reply.text === undefined ? [] : [{ type: "text", text: reply.text }]),

@@ -67,7 +67,7 @@ export const openAiWire: Wire = {
       function: { name: call.name, arguments: argumentsText(call) },
     }));
     const finishReason = toolCalls.length > 0 ? "tool_calls" : "stop";
-    const base = { id: `chatcmpl-${serial}`, created: Math.floor(Date.now() / 1000), model: request.model };
+    const base = { id: `chatcmpl-${serial}`, created: Math.floor(Date.now() / 1000), model: reply.model ?? request.model };
     if (!request.stream) {
       writeJson(response, 200, {
         ...base,

@@ -8,6 +8,8 @@ export interface Reply {
   toolCalls?: { name: string; arguments: JsonObject | string }[];
   /** Defaults to a deterministic estimate (about 4 characters a token). */
   usage?: { promptTokens: number; completionTokens: number };
+  /** The model the answer says it came from, as providers name a snapshot of the one asked for; default the one asked for. */
+  model?: string;
 }
 
 /** A request as the script sees it, the same for both wire formats. */
