@@ -9,7 +9,7 @@ import type { GitRepository } from "./repository.js";
 /** What the Git routes share: the decider, the upstream credentials, and the limits. */
 export interface GitServices {
   /** `broker.native`, looked up per request: the broker exists once the database has opened. */
-  native(): Pick<NativeCalls, "hold">;
+  native(): Pick<NativeCalls, "hold" | "audit">;
   credentials: UpstreamCredentials;
   /** Where pushes are spooled while they are decided. */
   spoolDirectory: string;

@@ -37,12 +37,16 @@ export function repositoryTarget(repository: GitRepository, refs?: readonly stri
   return target;
 }
 
-/** A push as one call: decided as its most demanding update, with every update and its class in the detail. */
+/**
+ * A push as one call: each ref update decided on its own (a deny of any refuses the push), the push as a whole waiting
+ * or spending a grant as its most demanding update, with every update and its class in the detail.
+ */
 export function pushCall(clientId: string, repository: GitRepository, operation: GitOperation, updates: readonly ClassifiedUpdate[], atomic: boolean, bodyBytes: number | undefined): NativeCall {
   const call: NativeCall = {
     clientId,
     operation,
     target: repositoryTarget(repository, updates.map((update) => update.ref)),
+    parts: updates.map((update) => ({ operation: update.operation, target: repositoryTarget(repository, [update.ref]) })),
     detail: {
       updates: updates.map((update) => ({ ref: update.ref, old: update.oldId, new: update.newId, class: update.operation })),
       atomic,

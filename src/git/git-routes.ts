@@ -26,7 +26,7 @@ import { advertiseRefs, uploadPack } from "./upload-pack.js";
 export interface GitRoutesOptions {
   hosts: GitHosts;
   /** The operations broker (a stand-in until the database opens): its `native` decides every Git call. */
-  broker: { readonly native: Pick<NativeCalls, "hold"> };
+  broker: { readonly native: Pick<NativeCalls, "hold" | "audit"> };
   authenticator: Pick<Authenticator, "client">;
   logger: Logger;
   metrics: Metrics;
@@ -190,7 +190,7 @@ export function createGitRoutes(options: GitRoutesOptions): GitRoutes {
       const url = req.url ?? "/";
       const queryAt = url.indexOf("?");
       const path = queryAt < 0 ? url : url.slice(0, queryAt);
-      if (path === GITHUB_WEBHOOK_PATH) return receiveGitHubWebhook(req, res, hosts, credentials, logger);
+      if (path === GITHUB_WEBHOOK_PATH) return receiveGitHubWebhook(req, res, { hosts, credentials, logger, audit: (entry) => services.native().audit(entry) });
       await serve(req, res, path, queryAt < 0 ? "" : url.slice(queryAt));
     },
   };

@@ -1,11 +1,21 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { Logger } from "../logger.js";
+import type { AuditEntry } from "../operations/audit-batch.js";
 import { isJsonObject } from "../json.js";
 import type { HttpRequest, HttpResponse } from "../server/listener.js";
 import type { GitHosts } from "./hosts.js";
 import type { UpstreamCredentials } from "./upstream-credentials.js";
 
 export const GITHUB_WEBHOOK_PATH = "/webhooks/github";
+
+export interface WebhookOptions {
+  hosts: GitHosts;
+  credentials: UpstreamCredentials;
+  logger: Logger;
+  /** Where each delivery's audit record goes. */
+  audit(entry: AuditEntry): void;
+}
 
 /** GitHub sends at most 25 MB; the events Axon acts on are a few KiB. */
 const MAX_DELIVERY_BYTES = 1024 * 1024;
@@ -16,13 +26,17 @@ const REVOKING_EVENTS = new Set(["installation", "installation_repositories", "i
  * `POST /webhooks/github`: deliveries of the GitHub Apps of AXON_GIT_HOSTS_FILE, each verified by its
  * `X-Hub-Signature-256` (HMAC-SHA256 of the body with the App's webhook secret, compared in constant time) before
  * its body is read as JSON. An installation deleted, suspended or changed drops its cached tokens. Every delivery,
- * accepted or not, is audited in the log; a bad signature is 401 and changes nothing.
+ * accepted or not, is audited (a record and a log line); a bad signature is 401 and changes nothing.
  */
-export async function receiveGitHubWebhook(req: HttpRequest, res: HttpResponse, hosts: GitHosts, credentials: UpstreamCredentials, logger: Logger): Promise<void> {
+export async function receiveGitHubWebhook(req: HttpRequest, res: HttpResponse, options: WebhookOptions): Promise<void> {
+  const { hosts, credentials, logger } = options;
   const delivery = header(req, "x-github-delivery")?.slice(0, 100);
   const event = header(req, "x-github-event")?.slice(0, 100);
-  const audit = (outcome: string, fields: Record<string, unknown> = {}) =>
-    logger.info({ category: "audit", action: "github.webhook", delivery, event, outcome, ...fields }, "GitHub webhook delivery");
+  const audit = (outcome: string, fields: Record<string, JsonValue | undefined> = {}) => {
+    const detail = Object.fromEntries(Object.entries({ delivery, event, outcome, ...fields }).filter(([, value]) => value !== undefined)) as JsonObject;
+    options.audit({ actor: "github", actorKind: "system", action: "github.webhook", category: outcome === "accepted" ? null : "rejected", detail });
+    logger.info({ category: "audit", action: "github.webhook", ...detail }, "GitHub webhook delivery");
+  };
   if (req.method !== "POST") {
     return answer(res, 405, "deliveries are POSTed", { allow: "POST" });
   }

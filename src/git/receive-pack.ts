@@ -71,9 +71,18 @@ async function servePush(exchange: GitExchange, services: GitServices, intake: P
   // Once the body is in and the call waits for an operator, the terminal hears about it.
   void Promise.all([intake.done, held]).then(([, requestId]) => answer.waiting(requestId), () => undefined);
 
+  // A push that must wait for an operator is bound to its whole body: the request shows the body's digest and size, and
+  // the same push again (same refs, same bytes) waits on the same request.
+  const beforeHeld = async () => {
+    const body = await intake.done.catch((error: unknown) => Promise.reject(new IntakeFailed(error)));
+    return { detail: { ...call.detail, body_bytes: body.bytes, body_sha256: body.sha256 }, attributes: { body_bytes: body.bytes } };
+  };
   let decision;
   try {
-    decision = await services.native().hold(call, { signal: holding.signal, onHeld });
+    decision = await services.native().hold(call, { signal: holding.signal, onHeld, beforeHeld });
+  } catch (error) {
+    if (error instanceof IntakeFailed) return answerIntakeFailure(exchange, error.cause);
+    throw error;
   } finally {
     answer.decided();
     exchange.signal.removeEventListener("abort", withdraw);
@@ -182,7 +191,7 @@ async function forwardPush(exchange: GitExchange, services: GitServices, push: P
     const result = report.result();
     const refs = result.refs.map(({ ref, ok, reason }) => ({ ref, ok, ...(reason ? { reason } : {}) }));
     const detail = { upstream_status: 200, body_bytes: body?.bytes ?? spool.bytes, ...(body ? { body_sha256: body.sha256 } : {}), refs };
-    if (!result.complete) return { ok: false, code: "upstream_result_unknown", message: "the host's report did not arrive whole", detail };
+    if (!result.complete) return { ok: false, code: "upstream_result_unknown", message: "the host's report did not arrive whole", detail, unknown: true };
     // A ref that landed spent the authorization, even when a non-atomic push left another behind.
     if (result.unpackOk && refs.some((ref) => ref.ok)) return { ok: true, detail };
     record.outcome = "refused";
@@ -236,6 +245,13 @@ function answerIntakeFailure(exchange: GitExchange, error: unknown): void {
   // The request stream failed: the client is gone.
   record.code = "client_left";
   if (!exchange.res.headersSent) exchange.res.destroy();
+}
+
+/** The push's body could not be read while it waited to be decided: the client left, or it was no push. */
+class IntakeFailed extends Error {
+  constructor(override readonly cause: unknown) {
+    super("the push's body could not be read");
+  }
 }
 
 function isPushBody(value: unknown): value is PushBody {

@@ -1,3 +1,4 @@
+import Database from "better-sqlite3";
 import { createHmac, randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
@@ -102,6 +103,20 @@ describe("a GitHub App as the host's credential: installation tokens per reposit
     }, "two audited deliveries");
     expect(audited.map((line) => line.outcome)).toEqual(["bad_signature", "accepted"]);
     expect(audited[1]).toMatchObject({ category: "audit", event: "installation", github_action: "suspend", installation: 77, tokens_dropped: 2, hosts: ["github"] });
+    // The same records are in the audit table, beside the pushes' and fetches'.
+    const rows = await until(() => {
+      const database = new Database(path.join(broker.dataDir, "axon.db"), { readonly: true });
+      try {
+        const found = database.prepare("SELECT actor, category, detail FROM AuditRecord WHERE action = 'github.webhook' ORDER BY id").all() as { actor: string; category: string | null; detail: string }[];
+        return found.length >= 2 ? found : undefined;
+      } finally {
+        database.close();
+      }
+    }, "the deliveries' audit records");
+    expect(rows.map((row) => [row.actor, row.category, (JSON.parse(row.detail) as { outcome: string }).outcome])).toEqual([
+      ["github", "rejected", "bad_signature"],
+      ["github", null, "accepted"],
+    ]);
   });
 
   it("never shows an installation token or the webhook secret to Git, in the logs or in the database", () => {

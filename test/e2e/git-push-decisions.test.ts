@@ -82,7 +82,10 @@ describe("pushes through Axon, classified and decided as one before anything rea
     const pushing = git(["push", "--force", "origin", "release"], tree);
     const [request] = await broker.operator.waitForPending("widgets");
     expect(request).toMatchObject({ operation: "git.push.force", client_id: "alice", target: { kind: "repo", host: hostName, owner: "acme", name: "widgets", refs: ["refs/heads/release"] } });
-    expect((await broker.operator.get(request!.id)).linked_operation.arguments.updates).toEqual([{ ref: "refs/heads/release", old: expect.any(String), new: id, class: "git.push.force" }]);
+    const { arguments: detail } = (await broker.operator.get(request!.id)).linked_operation;
+    expect(detail.updates).toEqual([{ ref: "refs/heads/release", old: expect.any(String), new: id, class: "git.push.force" }]);
+    // The operator approves exactly these bytes: the request is bound to the body's digest.
+    expect(detail).toMatchObject({ body_bytes: expect.any(Number), body_sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
     expect((await broker.operator.decide("approve", request!.id)).status).toBe(200);
     const run = await pushing;
     expect(run.code, run.stderr).toBe(0);
@@ -137,6 +140,21 @@ describe("pushes through Axon, classified and decided as one before anything rea
     expect(receivePacks()).toBe(sent);
     const line = await broker.gitLogWhere((entry) => entry.decision === "rule:no-rewrites-in-legacy");
     expect(line.updates.map((update: Json) => update.class)).toEqual(["git.push.fast_forward", "git.push.force"]);
+  });
+
+  it("refuses a push whole when a rule denies one of its refs, however the other refs would be decided", async () => {
+    const tree = await clone("acme/widgets.git", "beside-main");
+    const before = await broker.host.refs("acme/widgets.git");
+    const sent = receivePacks();
+    await rewrite(tree, "agent/work");
+    await rewrite(tree, "main");
+    // Not atomic: still one push, decided as one; the allowed agent branch does not carry the protected main along.
+    const run = await git(["push", "--force", "origin", "agent/work", "main"], tree);
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toContain(" ! [remote rejected] main -> main (axon: history rewrite refused by policy rule protect-main)");
+    expect(run.stderr).toContain(" ! [remote rejected] agent/work -> agent/work (axon: history rewrite refused by policy rule protect-main)");
+    expect(await broker.host.refs("acme/widgets.git")).toEqual(before);
+    expect(receivePacks()).toBe(sent);
   });
 
   it("spends a window grant's uses one per push, and gives a use back when the host refuses the push", async () => {
