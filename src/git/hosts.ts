@@ -1,3 +1,4 @@
+import { configuredBaseUrl } from "../base-url.js";
 import { createPrivateKey, type KeyObject } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
@@ -98,7 +99,7 @@ async function parseHost(file: string, name: string, entry: JsonValue): Promise<
   if (!isObject(entry)) return fail("", "must be an object");
   for (const key of Object.keys(entry)) if (!FIELDS.has(key)) fail(key, `unknown field (expected ${[...FIELDS].join(", ")})`);
 
-  const url = httpUrl(entry["base_url"], (reason) => fail("base_url", reason));
+  const url = configuredBaseUrl(entry["base_url"], (reason) => fail("base_url", reason));
   const anonymousFetch = entry["anonymous_fetch"] ?? false;
   if (typeof anonymousFetch !== "boolean") fail("anonymous_fetch", "must be true or false");
 
@@ -147,7 +148,7 @@ async function parseApp(
     return fail("private_key_file", code === "ENOENT" || code === "EACCES" ? `cannot read ${keyPath} (${code})` : `${keyPath} is not a PEM private key`);
   }
   if (privateKey.asymmetricKeyType !== "rsa") fail("private_key_file", "must be an RSA key: GitHub signs App tokens with RS256");
-  const apiUrl = app["api_url"] === undefined ? new URL("https://api.github.com") : httpUrl(app["api_url"], (reason) => fail("api_url", reason));
+  const apiUrl = app["api_url"] === undefined ? new URL("https://api.github.com") : configuredBaseUrl(app["api_url"], (reason) => fail("api_url", reason));
   if (webhookSecretEnv !== undefined && (typeof webhookSecretEnv !== "string" || !ENVIRONMENT_VARIABLE.test(webhookSecretEnv))) {
     failHost("webhook_secret_env", "must name the environment variable holding the webhook secret");
   }
@@ -158,20 +159,6 @@ async function parseApp(
     apiUrl: apiUrl.href.replace(/\/+$/, ""),
     webhookSecretEnv: webhookSecretEnv as string | undefined,
   };
-}
-
-function httpUrl(value: JsonValue | undefined, fail: (reason: string) => never): URL {
-  if (typeof value !== "string") return fail("is required: an http or https URL");
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return fail("is not a URL");
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") fail("must be an http or https URL");
-  if (url.username !== "" || url.password !== "") fail("may not carry a user name or password: name the environment variable instead");
-  if (url.search !== "" || url.hash !== "") fail("may not carry a query or a fragment");
-  return url;
 }
 
 function isObject(value: JsonValue | undefined): value is Record<string, JsonValue> {

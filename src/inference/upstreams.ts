@@ -1,3 +1,4 @@
+import { configuredBaseUrl } from "../base-url.js";
 import path from "node:path";
 import { HoconError, parseHoconFile, type JsonValue } from "../agents/hocon.js";
 import { isJsonObject } from "../json.js";
@@ -102,17 +103,7 @@ function parseUpstream(file: string, name: string, entry: JsonValue): Upstream {
   if (!isJsonObject(entry)) return fail("", "must be an object");
   for (const key of Object.keys(entry)) if (!FIELDS.includes(key)) fail(key, `unknown field (expected ${FIELDS.join(", ")})`);
 
-  const baseUrl = entry.base_url;
-  if (typeof baseUrl !== "string") return fail("base_url", "is required: an http or https URL");
-  let url: URL;
-  try {
-    url = new URL(baseUrl);
-  } catch {
-    return fail("base_url", "is not a URL");
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") fail("base_url", "must be an http or https URL");
-  if (url.username !== "" || url.password !== "") fail("base_url", "may not carry a user name or password (the key goes in secret_env)");
-  if (url.search !== "" || url.hash !== "") fail("base_url", "may not carry a query or a fragment (use query)");
+  const url = configuredBaseUrl(entry.base_url, (reason) => fail("base_url", reason));
 
   const secretEnv = entry.secret_env;
   if (typeof secretEnv !== "string" || !ENVIRONMENT_VARIABLE.test(secretEnv)) return fail("secret_env", "is required: the name of the environment variable holding the key");

@@ -1,3 +1,4 @@
+import { configuredBaseUrl } from "../../base-url.js";
 import path from "node:path";
 import { HoconError, parseHoconFile, type JsonValue } from "../../agents/hocon.js";
 
@@ -127,17 +128,7 @@ function parseCredential(file: string, name: string, entry: JsonValue): Credenti
     if (!FIELDS.has(key)) fail(key, `unknown field (expected ${[...FIELDS].join(", ")})`);
   }
 
-  const baseUrl = entry["base_url"];
-  if (typeof baseUrl !== "string") return fail("base_url", "is required: an http or https URL");
-  let url: URL;
-  try {
-    url = new URL(baseUrl);
-  } catch {
-    return fail("base_url", "is not a URL");
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") fail("base_url", "must be an http or https URL");
-  if (url.username !== "" || url.password !== "") fail("base_url", "may not carry a user name or password");
-  if (url.search !== "" || url.hash !== "") fail("base_url", "may not carry a query or a fragment");
+  const url = configuredBaseUrl(entry["base_url"], (reason) => fail("base_url", reason));
 
   const header = entry["header"];
   if (typeof header !== "string" || !TOKEN.test(header)) return fail("header", "is required: a valid HTTP header name");
