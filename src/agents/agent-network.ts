@@ -78,6 +78,8 @@ export interface AgentSpec {
 export interface MiddlewareSpec {
   className: string;
   args: JsonObject;
+  /** `allow.reservations`: the class may be given neuro-san's `reservationist` special arg. */
+  allowReservations: boolean;
   /** Where it sits in its file, e.g. `tools[0].middleware[1]`. */
   keyPath: string;
 }

@@ -9,6 +9,7 @@ import type { PythonToolLocation } from "./coded-tools.js";
 import { nonJsonValueIn, restoreNonJsonKeys } from "./json-values.js";
 import { isJsonObject } from "../json.js";
 import { applySlyDataChanges, PythonToolError, type CallbackHandlers } from "./python/python-worker.js";
+import { reservationistRequests } from "./reservationist-requests.js";
 import { runReported } from "./run-reported.js";
 import type { Activation, Caller, ToolCall } from "./tool-call.js";
 import { useTool } from "./tool-use.js";
@@ -82,7 +83,8 @@ async function runPythonTool(session: ChatSession, spec: AgentSpec, tool: Python
 /**
  * What a Python coded tool may ask of Axon while it runs: `use_tool` (neuro-san's BranchActivation.use_tool) runs a
  * tool of its network over the sly_data the tool passed (a copy of its JSON values), answering the text and that
- * sly_data as the called tool left it, for the Python side to update the dict it passed.
+ * sly_data as the called tool left it, for the Python side to update the dict it passed; and, for a tool whose spec
+ * says `allow.reservations`, its reservationist's deploy.
  */
 function pythonCallbacks(session: ChatSession, caller: Caller): CallbackHandlers {
   const reserving = isJsonObject(caller.spec.raw.allow) && caller.spec.raw.allow.reservations === true;
@@ -94,23 +96,8 @@ function pythonCallbacks(session: ChatSession, caller: Caller): CallbackHandlers
       const text = await useTool(scoped, caller, tool, isJsonObject(args) ? args : {});
       return { text, sly_data: scoped.slyData };
     },
-    // The `reservationist` special arg's deploy: only for a tool whose spec says allow.reservations, as in neuro-san.
-    ...(reserving ? { deploy_reservations: (request) => deployReservations(session, request) } : {}),
+    ...(reserving ? reservationistRequests(session) : {}),
   };
-}
-
-/** What a Reservationist reserved, deployed as temporary networks owned by the network whose tool made them. */
-async function deployReservations(session: ChatSession, request: JsonObject): Promise<JsonObject> {
-  const deploy = session.services.deployTemporaryNetworks;
-  if (deploy === undefined) throw new AxonError(Code.FailedPrecondition, "RESERVATIONS_UNAVAILABLE", "this process keeps no temporary networks");
-  const written = Array.isArray(request.deployments) ? request.deployments.filter(isJsonObject) : [];
-  const deployments = written.map((deployment) => ({
-    name: String(deployment.name),
-    lifetimeSeconds: Number(deployment.lifetime_seconds),
-    spec: isJsonObject(deployment.spec) ? deployment.spec : {},
-  }));
-  const deployed = await deploy(`network:${session.network.name}`, deployments);
-  return { networks: deployed.map(({ name, expiresAt }) => ({ name, expires_at: expiresAt.getTime() / 1000 })) };
 }
 
 function notJson(message: string): AxonError {

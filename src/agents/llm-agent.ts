@@ -90,31 +90,36 @@ export class LlmAgent {
 
     let next = has.beforeAgent ? await chain.run("beforeAgent", state, run) : undefined;
     let steps = 0;
-    while (next !== "end") {
-      if (next !== "tools") {
-        next = has.beforeModel ? await chain.run("beforeModel", state, run) : undefined;
-        if (next === "end") break;
-      }
-      if (next !== "tools") {
+    // An after_agent hook may send the run back (to the model, say, with a message saying what to fix), as LangChain's
+    // graph lets it: the loop runs again, and so do the after_agent hooks when it ends.
+    for (;;) {
+      while (next !== "end") {
+        if (next !== "tools") {
+          next = has.beforeModel ? await chain.run("beforeModel", state, run) : undefined;
+          if (next === "end") break;
+        }
+        if (next !== "tools") {
+          if (++steps > maxSteps) return report.stopped(state, `${spec.name} stopped after max_steps (${maxSteps}) without an answer.`);
+          session.signal.throwIfAborted();
+          report.conversation(state);
+          const response = await callModel({ systemPrompt: instructions, messages: state.messages, tools: offered, llm });
+          state.messages.push({ role: "assistant", content: response.text, ...(response.toolCalls.length === 0 ? {} : { toolCalls: response.toolCalls }) });
+          next = has.afterModel ? await chain.run("afterModel", state, run) : undefined;
+          report.answer(state);
+          if (next === "end") break;
+          if (next === "model") continue;
+        }
+        const calls = pendingToolCalls(state);
+        if (calls.length === 0) break;
         if (++steps > maxSteps) return report.stopped(state, `${spec.name} stopped after max_steps (${maxSteps}) without an answer.`);
-        session.signal.throwIfAborted();
-        report.conversation(state);
-        const response = await callModel({ systemPrompt: instructions, messages: state.messages, tools: offered, llm });
-        state.messages.push({ role: "assistant", content: response.text, ...(response.toolCalls.length === 0 ? {} : { toolCalls: response.toolCalls }) });
-        next = has.afterModel ? await chain.run("afterModel", state, run) : undefined;
-        report.answer(state);
-        if (next === "end") break;
-        if (next === "model") continue;
+        const results = await Promise.all(calls.map((toolCall) => callTool({ toolCall, tool: tools.get(toolCall.name) })));
+        calls.forEach((toolCall, index) => state.messages.push({ role: "tool", toolCallId: toolCall.id, content: results[index]! }));
+        next = "model";
       }
-      const calls = pendingToolCalls(state);
-      if (calls.length === 0) break;
-      if (++steps > maxSteps) return report.stopped(state, `${spec.name} stopped after max_steps (${maxSteps}) without an answer.`);
-      const results = await Promise.all(calls.map((toolCall) => callTool({ toolCall, tool: tools.get(toolCall.name) })));
-      calls.forEach((toolCall, index) => state.messages.push({ role: "tool", toolCallId: toolCall.id, content: results[index]! }));
-      next = "model";
+      report.conversation(state);
+      next = has.afterAgent ? await chain.run("afterAgent", state, run) : undefined;
+      if (next === undefined || next === "end") break;
     }
-    report.conversation(state);
-    if (has.afterAgent) await chain.run("afterAgent", state, run);
     this.input = state.messages.findLast((message) => message.role === "user")?.content;
     return state.messages.findLast((message) => message.role === "assistant")?.content ?? "";
   }

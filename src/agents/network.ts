@@ -285,7 +285,7 @@ function readRunLimits(container: JsonObject, prefix: string, check: Checker): {
 }
 
 /**
- * `middleware`: a list of `{class, args}`, in the order they wrap the agent. Their arguments are checked against the
+ * `middleware`: a list of `{class, args, allow}`, in the order they wrap the agent. Their arguments are checked against the
  * classes when the network loads (middleware/middleware-problems.ts), not here: the classes stand above the agents.
  */
 function readMiddleware(spec: JsonObject, keyPath: string, check: Checker): MiddlewareSpec[] {
@@ -303,7 +303,8 @@ function readMiddleware(spec: JsonObject, keyPath: string, check: Checker): Midd
     }
     const className = check.optionalString(entry, "class", `${entryPath}.class`);
     const args = check.optionalObject(entry, "args", `${entryPath}.args`) ?? {};
-    for (const key of Object.keys(entry)) if (key !== "class" && key !== "args") check.problem(`${entryPath}.${key}`, "is not a middleware key: only class and args are");
+    const allowReservations = readMiddlewareAllow(entry, entryPath, check);
+    for (const key of Object.keys(entry)) if (!MIDDLEWARE_KEYS.has(key)) check.problem(`${entryPath}.${key}`, "is not a middleware key: only class, args and allow are");
     if (className === undefined) {
       if (entry.class === undefined) check.problem(`${entryPath}.class`, "is required: the fully qualified name of an AgentMiddleware class");
       return [];
@@ -312,8 +313,20 @@ function readMiddleware(spec: JsonObject, keyPath: string, check: Checker): Midd
       check.problem(`${entryPath}.class`, "must be a fully qualified class name, package.module.ClassName");
       return [];
     }
-    return [{ className, args, keyPath: entryPath }];
+    return [{ className, args, allowReservations, keyPath: entryPath }];
   });
+}
+
+const MIDDLEWARE_KEYS = new Set(["class", "args", "allow"]);
+
+/** A middleware entry's `allow`: only `reservations`, which gives its class neuro-san's `reservationist` special arg. */
+function readMiddlewareAllow(entry: JsonObject, entryPath: string, check: Checker): boolean {
+  const allow = check.optionalObject(entry, "allow", `${entryPath}.allow`);
+  if (allow === undefined) return false;
+  for (const key of Object.keys(allow)) if (key !== "reservations") check.problem(`${entryPath}.allow.${key}`, "is not a middleware allow key: only reservations is");
+  const reservations = allow.reservations ?? false;
+  if (typeof reservations !== "boolean") check.problem(`${entryPath}.allow.reservations`, "must be true or false");
+  return reservations === true;
 }
 
 /**

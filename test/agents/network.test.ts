@@ -362,8 +362,32 @@ describe("middleware", () => {
       ],
     });
     expect(network.frontMan.middleware).toEqual([
-      { className: "langchain.agents.middleware.PIIMiddleware", args: { pii_type: "email", strategy: "mask" }, keyPath: "tools[0].middleware[0]" },
-      { className: "studio.middleware.Checklist", args: { title: "Steps" }, keyPath: "tools[0].middleware[1]" },
+      { className: "langchain.agents.middleware.PIIMiddleware", args: { pii_type: "email", strategy: "mask" }, allowReservations: false, keyPath: "tools[0].middleware[0]" },
+      { className: "studio.middleware.Checklist", args: { title: "Steps" }, allowReservations: false, keyPath: "tools[0].middleware[1]" },
+    ]);
+  });
+
+  it("an entry's allow.reservations lets its class have the reservationist special arg; any other allow key refuses the network", () => {
+    const persistence = { class: "studio.middleware.Persistence", allow: { reservations: true }, args: { reservationist: true, sly_data: true } };
+    expect(build({ tools: [{ name: "Front", middleware: [persistence] }] }).frontMan.middleware[0]).toMatchObject({ allowReservations: true });
+    const problems = problemsOf({
+      tools: [
+        {
+          name: "Front",
+          middleware: [
+            { class: "studio.middleware.A", allow: { reservations: "yes" } },
+            { class: "studio.middleware.B", allow: { connectivity: false } },
+            { class: "studio.middleware.C", allow: true },
+            { class: "studio.middleware.D", allows: { reservations: true } },
+          ],
+        },
+      ],
+    });
+    expect(problems.map(({ key, reason }) => [key, reason])).toEqual([
+      ["tools[0].middleware[0].allow.reservations", "must be true or false"],
+      ["tools[0].middleware[1].allow.connectivity", "is not a middleware allow key: only reservations is"],
+      ["tools[0].middleware[2].allow", "must be an object"],
+      ["tools[0].middleware[3].allows", "is not a middleware key: only class, args and allow are"],
     ]);
   });
 

@@ -6,6 +6,7 @@ import type { AgentSpec, MiddlewareSpec } from "../agent-network.js";
 import type { ChatSession } from "../chat-session.js";
 import { ToolFailure, type AgentRun, type AgentState, type Jump, type Middleware, type ModelRequest, type StateUpdate } from "../middleware-chain.js";
 import { applySlyDataChanges, PythonToolError, type CallbackHandlers, type SlyDataChanges } from "../python/python-worker.js";
+import { reservationistRequests } from "../reservationist-requests.js";
 import type { Activation, OfferedTool } from "../tool-call.js";
 
 /** A message as it crosses to Python (runner.py makes LangChain's message of it, and back). */
@@ -23,23 +24,26 @@ interface Made {
 /**
  * A network's own AgentMiddleware class, run in the request's Python worker: made once per agent activation (special
  * args filled in there), each hook it defines called with LangChain's state, its wraps' handlers calling back into
- * Axon (`model_call`, `tool_call`) to run the rest of the chain. What it raises fails the agent's run, naming it.
+ * Axon (`model_call`, `tool_call`) to run the rest of the chain, its reservationist's deploys too where the entry says
+ * `allow.reservations`. What it raises fails the agent's run, naming it.
  */
 export async function pythonMiddleware(
   session: ChatSession,
   spec: AgentSpec,
-  { className, args }: MiddlewareSpec,
+  { className, args, allowReservations }: MiddlewareSpec,
   origin: Origin[],
   index: number,
   history: LlmMessage[],
 ): Promise<Middleware> {
   const instance = `${randomUUID()}.${index}`;
   const wireOrigin = origin.map((step) => ({ tool: step.tool, instantiation_index: step.instantiationIndex }));
-  const call = async (hook: string, payload: JsonObject, callbacks?: CallbackHandlers): Promise<JsonObject> => {
-    const target = { middleware: { class: className, args, instance, origin: wireOrigin }, hook, payload };
+  // Its reservationist (given where the entry allows reservations) may deploy from any hook.
+  const reserving = allowReservations ? reservationistRequests(session) : {};
+  const call = async (hook: string, payload: JsonObject, callbacks: CallbackHandlers = {}): Promise<JsonObject> => {
+    const target = { middleware: { class: className, args, instance, origin: wireOrigin, reservations: allowReservations }, hook, payload };
     const progress = (structure: JsonObject) => session.emit({ type: MessageType.AGENT_PROGRESS, origin, structure });
     try {
-      const answer = await session.request.python.call(session.slyData, target, progress, session.signal, callbacks);
+      const answer = await session.request.python.call(session.slyData, target, progress, session.signal, { ...reserving, ...callbacks });
       applySlyDataChanges(session.slyData, answer.slyData);
       return JSON.parse(answer.result) as JsonObject;
     } catch (error) {

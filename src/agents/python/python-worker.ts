@@ -20,9 +20,12 @@ export interface PythonSettings {
 /** What one Python call runs: a coded tool, a toolbox library tool's LangChain class, or a hook of a network's middleware. */
 export type PythonTarget = ({ args: JsonObject } & (CodedToolTarget | LibraryToolTarget)) | MiddlewareTarget;
 
-/** One hook of an AgentMiddleware instance (runner.py's protocol says which hooks and what each answers). */
+/**
+ * One hook of an AgentMiddleware instance (runner.py's protocol says which hooks and what each answers); `reservations`
+ * is the entry's `allow.reservations`.
+ */
 export interface MiddlewareTarget {
-  middleware: { class: string; args: JsonObject; instance: string; origin: JsonObject[] };
+  middleware: { class: string; args: JsonObject; instance: string; origin: JsonObject[]; reservations: boolean };
   hook: string;
   payload: JsonObject;
 }

@@ -20,10 +20,10 @@ tool prints goes to stderr, never into the protocol).
                               `tool`) made once per chat, `await tool.ainvoke(args)`; it never sees sly_data
     {"call": id, "chat": c, "library": "pkg.mod.Tool", "settings": {}, "describe": true, "args": {}}
                               answers, as `result`, the JSON {"toolkit": bool, "tools": [{name, description, parameters}]}
-    {"call": id, "chat": c, "middleware": {"class": "pkg.mod.M", "args": {}, "instance": k, "origin": []},
-     "hook": h, "payload": {}, "sly_data": {}}
+    {"call": id, "chat": c, "middleware": {"class": "pkg.mod.M", "args": {}, "instance": k, "origin": [],
+     "reservations": false}, "hook": h, "payload": {}, "sly_data": {}}
                               a network's own AgentMiddleware (LangChain's): made once per instance key `k` with its
-                              args, special args filled in; `h` is "make" (payload {"chat_history"}; answers its
+                              args, special args filled in (`reservations`: its entry's allow.reservations); `h` is "make" (payload {"chat_history"}; answers its
                               hooks and tools), a hook
                               (abefore_agent, abefore_model, aafter_model, aafter_agent: payload {"state"}, answers
                               {"messages"?, "jump_to"?}; awrap_model_call: payload {"request"}, answers {"message",
@@ -56,8 +56,9 @@ is the callback request `use_tool` {"tool", "args", "sly_data"} answered {"text"
 the network, and the dict passed is updated with the sly_data it left. With the installed neuro-san, its
 BranchActivation's constructor and use_tool are Axon's in this process: its own need a neuro-san server around them.
 
-A coded tool whose spec says `allow.reservations: true` gets neuro-san's `reservationist` special arg: its deploy, on
-leaving `async with`, is the callback request `deploy_reservations` {"deployments": [{"name", "lifetime_seconds",
+A coded tool whose spec says `allow.reservations: true`, and a middleware whose entry says so, gets neuro-san's
+`reservationist` special arg (a middleware whose entry does not gets None): its deploy, on leaving `async with`, is the
+callback request `deploy_reservations` {"deployments": [{"name", "lifetime_seconds",
 "spec"}]} answered {"networks": [{"name", "expires_at"}]} (seconds since the epoch).
 
 Calls of one chat come to one worker: the chat's sly_data values that JSON cannot carry (clients, connections) stay
@@ -80,7 +81,7 @@ from concurrent.futures import ThreadPoolExecutor
 STAND_IN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stand-in")
 INSTANTIATION_START = 1
 MIDDLEWARE_HOOKS = ("abefore_agent", "abefore_model", "aafter_model", "aafter_agent", "awrap_model_call", "awrap_tool_call")
-SPECIAL_ARGS = ("chat_history", "origin", "origin_str", "progress_reporter", "sly_data")
+SPECIAL_ARGS = ("chat_history", "origin", "origin_str", "progress_reporter", "reservationist", "sly_data")
 # The worker and call id of the call the running code belongs to (each call's task has its own).
 CURRENT_CALL = contextvars.ContextVar("axon_call")
 
@@ -651,7 +652,14 @@ class Middleware:
         module_name, _, name = spec["class"].rpartition(".")
         cls = getattr(importlib.import_module(module_name), name)
         origin = spec.get("origin") or []
-        special = {"chat_history": [self.to_lc(message) for message in history], "origin": origin, "origin_str": origin_str(origin), "progress_reporter": reporter, "sly_data": sly_data}
+        special = {
+            "chat_history": [self.to_lc(message) for message in history],
+            "origin": origin,
+            "origin_str": origin_str(origin),
+            "progress_reporter": reporter,
+            "reservationist": AxonReservationist() if spec.get("reservations") else None,
+            "sly_data": sly_data,
+        }
         takes = inspect.signature(cls).parameters
         args = dict(spec.get("args") or {})
         for key in SPECIAL_ARGS:

@@ -55,6 +55,8 @@ describe("a network's own middleware, run in the Python worker with LangChain's 
         raising: network([{ class: "middleware.testing.Raising" }]),
         ender: network([{ class: "middleware.testing.Ender" }]),
         history: network([{ class: "middleware.testing.HistoryTeller", args: { chat_history: null, sly_data: null } }]),
+        reviewer: network([{ class: "middleware.testing.Reviewer", args: { reservationist: true, sly_data: true } }]),
+        reserving_reviewer: network([{ class: "middleware.testing.Reviewer", allow: { reservations: true }, args: { reservationist: true, sly_data: true } }]),
         mixed: network([
           { class: "langchain.agents.middleware.PIIMiddleware", args: { pii_type: "email", strategy: "redact" } },
           { class: "middleware.testing.Rewriter" },
@@ -158,6 +160,23 @@ describe("a network's own middleware, run in the Python worker with LangChain's 
     networks.llm.script(() => ({ text: "ok" }));
     const chat = await networks.chat("history", "hello there");
     expect(chat.messages.at(-1)!.slyData!["history"]).toEqual(["HumanMessage: hello there"]);
+  });
+
+  it("an after_agent hook sends a finished run back to the model with what to fix; the after_agent hooks run again once it ends", async () => {
+    networks.llm.script((request) => ({ text: request.messages.at(-1)!.content === "Please sign your answer." ? "Done. -- Front" : "Done." }));
+    const chat = await networks.chat("reviewer", "go");
+    expect(frontRequests().map((request) => request.messages.map(({ role, content }) => `${role}: ${content}`))).toEqual([
+      ["user: go"],
+      ["user: go", "assistant: Done.", "user: Please sign your answer."],
+    ]);
+    expect(chat.answer).toBe("Done. -- Front");
+    // Written true (as the studio writes its special args) but not allowed reservations: the class gets None.
+    expect(chat.messages.at(-1)!.slyData).toEqual({ reviewed: true, had_reservationist: false });
+  });
+
+  it("gives the reservationist special arg where the entry's allow.reservations says so", async () => {
+    networks.llm.script(() => ({ text: "Done." }));
+    expect((await networks.chat("reserving_reviewer", "go")).messages.at(-1)!.slyData).toEqual({ reviewed: true, had_reservationist: true });
   });
 
   it("runs beside Axon's own prebuilt middleware in one chain, in list order", async () => {

@@ -296,6 +296,14 @@ class MiddlewareMessagesTest(unittest.TestCase):
     def test_the_hooks_are_those_the_class_defines(self):
         self.assertEqual(self.middleware.hooks(), ["abefore_model", "aafter_model"])
 
+    def test_a_reservationist_is_given_where_the_entry_allows_reservations_and_none_elsewhere(self):
+        def made(reservations):
+            spec = {"class": "middleware.testing.Reviewer", "args": {"reservationist": True, "sly_data": True}, "reservations": reservations}
+            return runner.Middleware(None, spec, {}, None).instance
+
+        self.assertIsInstance(made(True).reservationist, runner.AxonReservationist)
+        self.assertIsNone(made(False).reservationist)
+
 
 class BranchActivationTest(unittest.TestCase):
     def test_the_installed_branch_activation_is_made_axons_and_its_subclasses_keep_theirs(self):
