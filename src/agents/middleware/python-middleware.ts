@@ -4,7 +4,7 @@ import { ChatMessage_ChatMessageType as MessageType, type Origin } from "../../g
 import type { LlmMessage, LlmResponse } from "../../llm/llm.js";
 import type { AgentSpec, MiddlewareSpec } from "../agent-network.js";
 import type { ChatSession } from "../chat-session.js";
-import { ToolFailure, type AgentRun, type AgentState, type Jump, type Middleware, type ModelRequest, type StateUpdate } from "../middleware-chain.js";
+import { MiddlewareFailure, ToolFailure, type AgentRun, type AgentState, type Jump, type Middleware, type ModelRequest, type StateUpdate } from "../middleware-chain.js";
 import { applySlyDataChanges, PythonToolError, type CallbackHandlers, type SlyDataChanges } from "../python/python-worker.js";
 import { reservationistRequests } from "../reservationist-requests.js";
 import type { Activation, OfferedTool } from "../tool-call.js";
@@ -53,8 +53,12 @@ export async function pythonMiddleware(
   };
 
   // `chat_history`: the agent's conversation as it starts, for a class that takes it.
-  const made = (await call("make", { chat_history: toWire(history) })) as unknown as Made;
   const name = className.slice(className.lastIndexOf(".") + 1);
+  // A class that cannot be made (a package it imports is missing, its constructor raised) fails the run, named.
+  const made = (await call("make", { chat_history: toWire(history) }).catch((error: unknown) => {
+    session.signal.throwIfAborted();
+    throw new MiddlewareFailure(name, "__init__", error);
+  })) as unknown as Made;
   const middleware: { -readonly [K in keyof Middleware]: Middleware[K] } = { name };
   const stateHook = (hook: string) => async (state: AgentState): Promise<StateUpdate | undefined> => {
     const answer = await call(hook, { state: { messages: toWire(state.messages) } });

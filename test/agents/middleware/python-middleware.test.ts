@@ -53,6 +53,7 @@ describe("a network's own middleware, run in the Python worker with LangChain's 
         rewriter: network([{ class: "middleware.testing.Rewriter" }]),
         tool_shaper: network([{ class: "middleware.testing.ToolShaper" }]),
         raising: network([{ class: "middleware.testing.Raising" }]),
+        unmakeable: network([{ class: "middleware.testing.Unmakeable" }]),
         ender: network([{ class: "middleware.testing.Ender" }]),
         history: network([{ class: "middleware.testing.HistoryTeller", args: { chat_history: null, sly_data: null } }]),
         reviewer: network([{ class: "middleware.testing.Reviewer", args: { reservationist: true, sly_data: true } }]),
@@ -149,6 +150,12 @@ describe("a network's own middleware, run in the Python worker with LangChain's 
     await expect(networks.chat("raising", "go")).rejects.toThrow("the middleware Raising failed in before_model: ValueError: this middleware refuses");
     networks.llm.script(() => ({ text: "still here" }));
     expect((await networks.chat("rewriter", "again")).answer).toBe("still here (signed)");
+  });
+
+  it("a middleware that cannot be made fails its agent's run with an error naming the class and what it lacks", async () => {
+    await expect(networks.chat("unmakeable", "go")).rejects.toThrow(
+      /^the middleware Unmakeable failed in __init__: ModuleNotFoundError: No module named 'axon_test_absent_package' \(Python .*: install the package there/,
+    );
   });
 
   it("a before_model hook that jumps to the end ends the run with its answer, no model called", async () => {
