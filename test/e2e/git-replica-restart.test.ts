@@ -8,12 +8,14 @@ import { until } from "../support/wait.js";
 /** Every push waits for an operator; fetches are open. Replicas share one PostgreSQL database. */
 const policy = { rules: [{ id: "reads", effect: "allow", operations: ["git.fetch"] }, { id: "ask", effect: "request", operations: ["git.*"] }] };
 
-describe("a push held while its replica restarts fails cleanly, and nothing reaches the host", () => {
+describe("a push held on one replica of two sharing PostgreSQL: decided from the other, or failed cleanly when its replica stops", () => {
   let database: TestDatabase;
   let broker: GitBroker;
   let other: AxonProcess | undefined;
   let tree: string;
   let before: Record<string, string>;
+  /** The pushes that reached the host: none but the approved one. */
+  let landed = 0;
 
   beforeAll(async () => {
     database = await createPostgresDatabase();
@@ -37,6 +39,20 @@ describe("a push held while its replica restarts fails cleanly, and nothing reac
 
   const receivePacks = () => broker.host.requests.filter((request) => request.method === "POST" && request.path.endsWith("/git-receive-pack")).length;
 
+  it("approved on the other replica: the push held on the first goes on and lands", async () => {
+    const id = await broker.agent.commit(tree, "approved elsewhere", { "elsewhere.txt": "elsewhere\n" });
+    const pushing = broker.agent.run(["push", "origin", "main"], { cwd: tree });
+    const [request] = await broker.operator.waitForPending("widgets");
+    const operator = operatorApi(other!.url);
+    const approve = await operator.call("POST", `/api/operator/v1/requests/${request!.id}/approve`, { expected_revision: request!.revision });
+    expect(approve.status).toBe(200);
+    const run = await pushing;
+    expect(run.code, run.stderr).toBe(0);
+    expect((await broker.host.refs("acme/widgets.git"))["refs/heads/main"]).toBe(id);
+    before = await broker.host.refs("acme/widgets.git");
+    landed = receivePacks();
+  }, 90_000);
+
   it("killed: Git reports the broken connection, the other replica fails the request once the lease lapses, and an approval comes too late", async () => {
     await broker.agent.commit(tree, "held", { "held.txt": "held\n" });
     const pushing = broker.agent.run(["push", "origin", "main"], { cwd: tree });
@@ -56,7 +72,7 @@ describe("a push held while its replica restarts fails cleanly, and nothing reac
     const approve = await operator.call("POST", `/api/operator/v1/requests/${request!.id}/approve`, { expected_revision: failed.revision });
     expect(approve.status).toBe(409);
     expect(await broker.host.refs("acme/widgets.git")).toEqual(before);
-    expect(receivePacks()).toBe(0);
+    expect(receivePacks()).toBe(landed);
   }, 90_000);
 
   it("stopped (SIGTERM): the push is rejected in Git's words once the grace period ends, and withdrawn", async () => {
@@ -76,6 +92,6 @@ describe("a push held while its replica restarts fails cleanly, and nothing reac
     const ended = await operatorApi(other!.url).get(request!.id);
     expect(ended.linked_operation.state).toBe("canceled");
     expect(await broker.host.refs("acme/widgets.git")).toEqual(before);
-    expect(receivePacks()).toBe(0);
+    expect(receivePacks()).toBe(landed);
   }, 90_000);
 });

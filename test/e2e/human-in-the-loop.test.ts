@@ -1,31 +1,17 @@
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAxonProcess, type AxonProcess } from "../support/axon-process.js";
 import { maximal, messagesOf, protocols, type Chat, type Json } from "../support/chat-protocols.js";
 import { operationsApi, operator, roomyAdmission, writeFiles } from "../support/operations.js";
 import { createPostgresDatabase, type TestDatabase } from "../support/postgres-database.js";
 import { ScriptedLlm } from "../support/scripted-llm/scripted-llm.js";
-import { projectRoot, startTestServer, type TestServer } from "../support/server.js";
+import { startTestServer, type TestServer } from "../support/server.js";
+import { refundsNetwork, scriptRefunds } from "../support/refunds-network.js";
 import { until } from "../support/wait.js";
 
 /*
  * HumanInTheLoopMiddleware's interrupted tool calls are operator approvals: Operator V1 requests for `agent.tool_call`
  * (held by the built-in policy), decided over the operator API while the chat waits.
  */
-const networks = {
-  AGENT_MANIFEST_FILE: path.join(projectRoot, "test/fixtures/middleware/approvals/manifest.hocon"),
-  AGENT_TOOL_PATH: path.join(projectRoot, "test/fixtures/middleware/coded_tools"),
-};
-
-/** The front man calls Refund for Ada with the amount in the user's text, then answers with the tool's result. */
-function scriptRefunds(llm: ScriptedLlm): void {
-  llm.script((request) => {
-    const last = request.messages.at(-1)!;
-    if (last.role === "user") return { toolCalls: [{ name: "Refund", arguments: { customer: "Ada", amount: Number(last.content.match(/\d+/)?.[0] ?? 0) } }] };
-    return { text: `Done: ${last.content}` };
-  });
-}
-
 type Operator = ReturnType<typeof operatorOf>;
 
 function operatorOf(baseUrl: string) {
@@ -84,7 +70,7 @@ describe("human in the loop on SQLite", () => {
   beforeAll(async () => {
     llm = await ScriptedLlm.start("openai");
     scriptRefunds(llm);
-    server = await startTestServer({ env: { ...llm.env, ...networks, ...writeFiles("http://127.0.0.1:9", roomyAdmission) } });
+    server = await startTestServer({ env: { ...llm.env, ...refundsNetwork, ...writeFiles("http://127.0.0.1:9", roomyAdmission) } });
     decider = operatorOf(server.url);
   });
   afterAll(async () => {
@@ -138,7 +124,7 @@ describe("human in the loop on two replicas sharing PostgreSQL", () => {
     llm = await ScriptedLlm.start("openai");
     scriptRefunds(llm);
     database = await createPostgresDatabase();
-    const env = { ...llm.env, ...networks, ...writeFiles("http://127.0.0.1:9", roomyAdmission), DATABASE_URL: database.url };
+    const env = { ...llm.env, ...refundsNetwork, ...writeFiles("http://127.0.0.1:9", roomyAdmission), DATABASE_URL: database.url };
     for (const started of await Promise.all([startAxonProcess(env, { startupMs: 60_000 }), startAxonProcess(env, { startupMs: 60_000 })])) replicas.push(started);
   }, 120_000);
   afterAll(async () => {

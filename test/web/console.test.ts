@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TestCa } from "../support/certificates.js";
 import { alice, httpOp, operationsApi, operator, roomyAdmission, secret, startUpstream, writeFiles } from "../support/operations.js";
 import { demoReply } from "../support/scripted-llm/demo-script.js";
+import { refundsNetwork, scriptRefunds } from "../support/refunds-network.js";
 import { ScriptedLlm } from "../support/scripted-llm/scripted-llm.js";
 import { projectRoot, startTestServer, type TestServer } from "../support/server.js";
 
@@ -343,6 +344,39 @@ describe.skipIf(!hasChromium)(`the web console in Chromium${hasChromium ? "" : "
     expect(await overflowsSideways()).toBe(false);
     await screenshot("operations-390");
     await page.setViewportSize(wide);
+  });
+
+  it("shows what a held tool call asks for, and lets the operator change its arguments before it runs", async () => {
+    const refundsLlm = await ScriptedLlm.start("openai");
+    scriptRefunds(refundsLlm);
+    const refunds = await startTestServer({ env: { ...refundsLlm.env, ...refundsNetwork, ...writeFiles("http://127.0.0.1:9", roomyAdmission) } });
+    try {
+      await page.goto(refunds.url);
+      await openTab("operator");
+      await page.fill('#operator input[name="secret"]', operator);
+      await page.press('#operator input[name="secret"]', "Enter");
+      const chatting = fetch(`${refunds.url}/api/v1/refunds/streaming_chat`, { method: "POST", body: JSON.stringify({ user_message: { text: "refund 90" } }) }).then((response) => response.text());
+
+      const card = page.locator(".request-card").first();
+      await expect.poll(() => card.count(), { timeout: 15_000 }).toBe(1);
+      await card.locator(".asks-for summary").click();
+      expect(JSON.parse((await card.locator(".asks-for pre").textContent()) ?? "{}")).toMatchObject({ arguments: { customer: "Ada", amount: 90 }, allowed_decisions: ["approve", "edit", "reject"] });
+      await card.getByRole("button", { name: "Approve…" }).click();
+      const edited = card.locator(".confirm textarea[name=arguments]");
+      expect(JSON.parse(await edited.inputValue())).toEqual({ customer: "Ada", amount: 90 });
+      // Not JSON: refused on the page, nothing decided.
+      await edited.fill("{ amount: 5");
+      await card.getByRole("button", { name: "Confirm: approve" }).click();
+      await expect.poll(() => page.locator("#operator .status").textContent()).toContain("the arguments must be a JSON object");
+      await edited.fill(JSON.stringify({ customer: "Ada", amount: 5 }));
+      await screenshot("operator-edit-1280");
+      await card.getByRole("button", { name: "Confirm: approve" }).click();
+      expect(await chatting).toContain("Done: refunded 5 to Ada");
+    } finally {
+      await refunds.close();
+      await refundsLlm.close();
+      await page.goto(server.url);
+    }
   });
 
   it("shows which operations were recovered by replay: on the agent and operator APIs and on the console", async () => {

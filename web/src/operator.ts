@@ -1,3 +1,4 @@
+import type { JsonObject } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Request } from "../../src/gen/axon/operator/v1/operator_pb.js";
 import { describeError, isCanceled, isUnauthenticated, operator, operatorSecret } from "./clients.js";
@@ -122,8 +123,12 @@ export function showOperator(root: HTMLElement): void {
         ...field("requested", request.createdAt ? timestampDate(request.createdAt).toLocaleString() : ""),
       ),
       element("details", {}, element("summary", {}, "target"), element("pre", {}, prettyJson(request.target ?? {}))),
+      operation?.arguments ? element("details", { class: "asks-for" }, element("summary", {}, "what it asks for"), element("pre", {}, prettyJson(operation.arguments))) : null,
       actions,
     );
+    // A held tool call may let the operator change what it runs with (HumanInTheLoopMiddleware's `edit`).
+    const asked = operation?.arguments;
+    const editable = Array.isArray(asked?.allowed_decisions) && asked.allowed_decisions.includes("edit");
     const decisions: Decision[] = request.status === "pending" ? ["approve", "deny"] : request.status === "active" ? ["revoke"] : [];
     const showButtons = () => {
       delete item.dataset.confirming;
@@ -132,16 +137,23 @@ export function showOperator(root: HTMLElement): void {
     const confirm = (decision: Decision) => {
       item.dataset.confirming = decision;
       const reason = element("input", { name: "reason", placeholder: "reason, for the audit (optional)", "aria-label": "reason for the audit" });
+      const edited =
+        decision === "approve" && editable
+          ? element("textarea", { name: "arguments", rows: "6", "aria-label": "the arguments it runs with (JSON)" }, prettyJson(asked?.arguments ?? {}))
+          : null;
       const words = DECISION_WORDS[decision];
       const panel = element(
         "div",
         { class: `confirm ${decision}`, role: "group", "aria-label": `${words.verb} ${title}` },
         element("p", {}, element("strong", {}, `${words.verb} “${title}”?`), summary && decision === "approve" ? ` It will call ${summary}.` : ""),
+        edited ? element("label", { class: "edit-arguments" }, "Runs with (JSON; change it to run the call otherwise):", edited) : null,
         reason,
         element(
           "div",
           { class: "actions" },
-          button(`Confirm: ${words.verb.toLowerCase()}`, () => void decide(request, decision, reason.value, title), { class: decision === "approve" ? "primary confirm-decision" : "danger confirm-decision" }),
+          button(`Confirm: ${words.verb.toLowerCase()}`, () => void decide(request, decision, reason.value, title, edited?.value), {
+            class: decision === "approve" ? "primary confirm-decision" : "danger confirm-decision",
+          }),
           button("Cancel", showButtons, { class: "secondary" }),
         ),
       );
@@ -155,11 +167,21 @@ export function showOperator(root: HTMLElement): void {
     return item;
   }
 
-  async function decide(request: Request, decision: Decision, reason: string, title: string): Promise<void> {
+  async function decide(request: Request, decision: Decision, reason: string, title: string, argumentsText?: string): Promise<void> {
     const call = { id: request.id, expectedRevision: request.revision, ...(reason.trim() ? { reason: reason.trim() } : {}) };
     status.classList.remove("done");
+    let edited: JsonObject | undefined;
+    if (argumentsText !== undefined) {
+      edited = jsonObjectOf(argumentsText);
+      if (edited === undefined) {
+        status.textContent = `${title}: the arguments must be a JSON object`;
+        return;
+      }
+      // Unchanged arguments are no edit: the call runs as it asked.
+      if (prettyJson(edited) === prettyJson(request.linkedOperation?.arguments?.arguments ?? {})) edited = undefined;
+    }
     try {
-      if (decision === "approve") await operator.approveRequest(call);
+      if (decision === "approve") await operator.approveRequest({ ...call, ...(edited ? { arguments: edited } : {}) });
       else if (decision === "deny") await operator.denyRequest(call);
       else await operator.revokeRequest(call);
       status.textContent = `${DECISION_WORDS[decision].done}: ${title}${decision === "approve" ? ". It runs now." : "."}`;
@@ -213,4 +235,13 @@ function grantTerms(request: Request): string {
   if (request.mode === "execution") return "once, for this operation only";
   const parts = [request.minutes !== undefined ? `for ${request.minutes} minutes` : "", request.maxUses !== undefined ? `up to ${request.maxUses} uses` : ""].filter(Boolean);
   return `a window ${parts.join(", ")}`.trim();
+}
+
+function jsonObjectOf(text: string): JsonObject | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as JsonObject) : undefined;
+  } catch {
+    return undefined;
+  }
 }
