@@ -23,8 +23,8 @@ tool prints goes to stderr, never into the protocol).
     {"call": id, "chat": c, "middleware": {"class": "pkg.mod.M", "args": {}, "instance": k, "origin": [],
      "reservations": false}, "hook": h, "payload": {}, "sly_data": {}}
                               a network's own AgentMiddleware (LangChain's): made once per instance key `k` with its
-                              args, special args filled in (`reservations`: its entry's allow.reservations); `h` is "make" (payload {"chat_history"}; answers its
-                              hooks and tools), a hook
+                              args, special args filled in (`reservations`: its entry's allow.reservations); `h` is
+                              "make" (payload {"chat_history"}; answers its hooks and tools), a hook
                               (abefore_agent, abefore_model, aafter_model, aafter_agent: payload {"state"}, answers
                               {"messages"?, "jump_to"?}; awrap_model_call: payload {"request"}, answers {"message",
                               "request"}, its handler asks `model_call`; awrap_tool_call: payload {"request"}, answers
