@@ -26,9 +26,11 @@ const { values: flags } = parseArgs({
     rounds: { type: "string", default: "3" },
     concurrency: { type: "string", default: "8" },
     chunks: { type: "string", default: "100" },
+    // Writes a V8 CPU profile of the Axon process to this folder (open it in Chrome DevTools or speedscope).
+    profile: { type: "string" },
   },
 });
-const positive = (flag: keyof typeof flags): number => {
+const positive = (flag: Exclude<keyof typeof flags, "profile">): number => {
   const value = Number(flags[flag]);
   if (!(value > 0)) throw new Error(`--${flag} must be a positive number, got ${flags[flag]}`);
   return value;
@@ -87,6 +89,7 @@ try {
         BENCH_HF_TOKEN: upstream.ready.key,
       }),
     },
+    nodeArgs: flags.profile ? ["--cpu-prof", `--cpu-prof-dir=${flags.profile}`] : [],
   });
   processes.push(axon);
 
