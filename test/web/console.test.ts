@@ -373,9 +373,10 @@ describe.skipIf(!hasChromium)(`the web console in Chromium${hasChromium ? "" : "
       await card.getByRole("button", { name: "Confirm: approve" }).click();
       expect(await chatting).toContain("Done: refunded 5 to Ada");
     } finally {
+      // Off the refunds server before it stops, so that the page's streams never try a closed port.
+      await page.goto(server.url);
       await refunds.close();
       await refundsLlm.close();
-      await page.goto(server.url);
     }
   });
 
