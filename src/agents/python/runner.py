@@ -72,6 +72,7 @@ import inspect
 import json
 import os
 import sys
+import threading
 import time
 import traceback
 import types
@@ -84,6 +85,9 @@ MIDDLEWARE_HOOKS = ("abefore_agent", "abefore_model", "aafter_model", "aafter_ag
 SPECIAL_ARGS = ("chat_history", "origin", "origin_str", "progress_reporter", "reservationist", "sly_data")
 # The worker and call id of the call the running code belongs to (each call's task has its own).
 CURRENT_CALL = contextvars.ContextVar("axon_call")
+# Held while a library tool or a middleware is made on a thread: two threads importing a package whose modules import
+# each other can fail with _DeadlockError (as a network's two middleware made at once did with LangChain's).
+MAKING = threading.Lock()
 
 
 class AxonCallbackError(Exception):
@@ -172,7 +176,8 @@ def new_instance(class_name, args):
 
 def library_tools(class_name, settings):
     """(whether it is a toolkit, its tools, the instance made): a toolkit is what has get_tools()."""
-    instance = new_instance(class_name, settings)
+    with MAKING:
+        instance = new_instance(class_name, settings)
     get_tools = getattr(instance, "get_tools", None)
     return (True, list(get_tools()), instance) if callable(get_tools) else (False, [instance], instance)
 
@@ -643,31 +648,32 @@ class Middleware:
     """One AgentMiddleware instance of an agent activation, its hooks called with LangChain's own types."""
 
     def __init__(self, worker, spec, sly_data, reporter, history=()):
-        self.worker = worker
-        try:
-            from langchain_core import messages, tools  # pylint: disable=import-outside-toplevel
-        except ImportError as error:
-            raise ImportError(f"{spec['class']} is LangChain middleware, and LangChain is not installed: {error}") from error
-        self.lc, self.lc_tools, self.known = messages, tools, {}
-        module_name, _, name = spec["class"].rpartition(".")
-        cls = getattr(importlib.import_module(module_name), name)
-        origin = spec.get("origin") or []
-        special = {
-            "chat_history": [self.to_lc(message) for message in history],
-            "origin": origin,
-            "origin_str": origin_str(origin),
-            "progress_reporter": reporter,
-            "reservationist": AxonReservationist() if spec.get("reservations") else None,
-            "sly_data": sly_data,
-        }
-        takes = inspect.signature(cls).parameters
-        args = dict(spec.get("args") or {})
-        for key in SPECIAL_ARGS:
-            if key in args and key in takes:
-                args[key] = special[key]
-        self.instance = cls(**args)
-        self.name = spec["class"]
-        self.state = {}
+        with MAKING:
+            self.worker = worker
+            try:
+                from langchain_core import messages, tools  # pylint: disable=import-outside-toplevel
+            except ImportError as error:
+                raise ImportError(f"{spec['class']} is LangChain middleware, and LangChain is not installed: {error}") from error
+            self.lc, self.lc_tools, self.known = messages, tools, {}
+            module_name, _, name = spec["class"].rpartition(".")
+            cls = getattr(importlib.import_module(module_name), name)
+            origin = spec.get("origin") or []
+            special = {
+                "chat_history": [self.to_lc(message) for message in history],
+                "origin": origin,
+                "origin_str": origin_str(origin),
+                "progress_reporter": reporter,
+                "reservationist": AxonReservationist() if spec.get("reservations") else None,
+                "sly_data": sly_data,
+            }
+            takes = inspect.signature(cls).parameters
+            args = dict(spec.get("args") or {})
+            for key in SPECIAL_ARGS:
+                if key in args and key in takes:
+                    args[key] = special[key]
+            self.instance = cls(**args)
+            self.name = spec["class"]
+            self.state = {}
 
     def hooks(self):
         """The hooks the class itself defines (AgentMiddleware's own do nothing), sync ones under their async names."""
