@@ -38,8 +38,12 @@ tool prints goes to stderr, never into the protocol).
   worker -> server
     {"ready": true, "python": "3.11.7", "neuro_san": "installed" | "stand-in"}      first line
     {"progress": id, "structure": {}, "content": ""}                               a tool's async_report_progress
-    {"done": id, "result": "text", "sly_data": {"set": {}, "delete": []}}
-    {"failed": id, "type": "ValueError", "message": "...", "traceback": "...", "sly_data": {...}}
+    {"done": id, "result": "text", "sly_data": {"set": {}, "delete": []}, "chat_kept": false}
+    {"failed": id, "type": "ValueError", "message": "...", "traceback": "...", "sly_data": {...}, "chat_kept": false}
+                              `chat_kept`: whether the worker still holds something of the chat for end_chat to end
+                              (a value JSON cannot carry, a library tool or middleware made for it, another of its
+                              calls running); false, it has forgotten the chat, and a chat whose calls all answered so
+                              needs no end_chat
     {"cancelled": id}
     {"request": r, "call": id, "name": "model_call", "args": {}}      a callback request (below)
     {"cancel_request": r}                                           its awaiting task was cancelled: no answer follows
@@ -441,6 +445,7 @@ class Worker:
         self.middleware = {}
         self.middleware_sly_data = {}
         self.sly_baselines = {}
+        self.running = {}
         self.flushing = False
         self.executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="coded-tool")
         from neuro_san.interfaces.coded_tool import CodedTool
@@ -502,6 +507,16 @@ class Worker:
             answer.set_result(message.get("result"))
 
     async def call(self, message):
+        chat = message["chat"]
+        self.running[chat] = self.running.get(chat, 0) + 1
+        try:
+            await self.run_call(message)
+        finally:
+            self.running[chat] -= 1
+            if self.running[chat] == 0:
+                del self.running[chat]
+
+    async def run_call(self, message):
         call_id = message["call"]
         CURRENT_CALL.set((self, call_id))
         private = self.chats.setdefault(message["chat"], {})
@@ -528,11 +543,13 @@ class Worker:
                 "message": self.describe(error),
                 "traceback": traceback.format_exc(),
                 "sly_data": sly_data_changes(sent, sly_data, private),
+                "chat_kept": self.chat_kept(message["chat"]),
             })
             return
         sent = self.sly_baselines.pop(call_id)[0]
         # neuro-san renders any result with f"{result}": a string as is, a dict as Python prints it.
-        self.send({"done": call_id, "result": f"{result}", "sly_data": sly_data_changes(sent, sly_data, private)})
+        changes = sly_data_changes(sent, sly_data, private)
+        self.send({"done": call_id, "result": f"{result}", "sly_data": changes, "chat_kept": self.chat_kept(message["chat"])})
 
     async def run_coded_tool(self, message, call_id, sly_data):
         tool_class = self.tool_class(message)
@@ -629,6 +646,15 @@ class Worker:
         if not hasattr(module, message["class"]):
             raise AttributeError(f"module {name} has no class {message['class']}")
         return getattr(module, message["class"])
+
+    def chat_kept(self, chat):
+        """Whether something of the chat stays for end_chat, asked as one of its calls answers; if nothing does, the chat
+        is forgotten now, and Axon sends no end_chat for it (a wake-up of this process less per chat)."""
+        if self.running[chat] > 1 or self.chats.get(chat) or self.libraries.get(chat) or chat in self.middleware_sly_data:
+            return True
+        self.chats.pop(chat, None)
+        self.libraries.pop(chat, None)
+        return False
 
     def end_chat(self, chat):
         for key in [key for key in self.middleware if key[0] == chat]:
