@@ -12,13 +12,13 @@ import type { ScriptedLlmReady } from "./serve-scripted-llm.js";
 import { startServerProcess, type ServerProcess } from "./server-process.js";
 
 /*
- * `npm run bench:python-tool-chat [-- --chats 100 --rounds 6 --compare /other/checkout]`: a chat whose agent calls one
+ * `npm run bench:python-tool-chat [-- --chats 100 --rounds 6 --concurrency 1 --compare /other/checkout]`: a chat whose agent calls one
  * trivial coded tool, the tool in Python (bench/coded_tools/python_bench/trivial.py, run by Axon's Python worker) or
  * in TypeScript (typescript_bench/trivial.ts), end to end: REST StreamingChat against the built server, the scripted LLM
  * of no latency in its own process (2 LLM round trips a chat: the tool call, then the answer). The two networks
- * (bench/networks/tool_language/) differ only in the tool's class. One chat at a time; the languages (and the
- * checkouts, with --compare: each serves its own build) alternate round by round. Reports wall per chat and the
- * server's CPU per chat: Axon's process and its Python workers'.
+ * (bench/networks/tool_language/) differ only in the tool's class. `--concurrency` chats in flight (1 by default); the
+ * languages (and the checkouts, with --compare: each serves its own build) alternate round by round. Reports wall per
+ * chat and the server's CPU per chat: Axon's process and its Python workers'.
  */
 
 const { values: flags } = parseArgs({
