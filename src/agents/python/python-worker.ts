@@ -101,6 +101,9 @@ export class PythonToolError extends AxonError {
 export type CallbackHandlers = Readonly<Record<string, (args: JsonObject, signal: AbortSignal) => Promise<JsonValue>>>;
 
 interface PendingCall {
+  chat: string;
+  /** Set once its chat was ended while it ran: what it leaves of the chat is ended when it answers. */
+  chatEnded?: true;
   signal: AbortSignal;
   resolve(answer: PythonAnswer): void;
   reject(error: Error): void;
@@ -115,8 +118,8 @@ interface PendingCall {
 type WorkerLine =
   | { ready: true; python: string; neuro_san: string }
   | { progress: number; structure: JsonObject }
-  | { done: number; result: string; sly_data: SlyDataChanges }
-  | { failed: number; type: string; message: string; traceback: string; sly_data: SlyDataChanges }
+  | { done: number; result: string; sly_data: SlyDataChanges; chat_kept?: boolean }
+  | { failed: number; type: string; message: string; traceback: string; sly_data: SlyDataChanges; chat_kept?: boolean }
   | { cancelled: number }
   | { request: number; call: number; name: string; args: JsonObject }
   | { cancel_request: number };
@@ -127,6 +130,8 @@ type WorkerLine =
  */
 export class PythonWorker {
   private readonly calls = new Map<number, PendingCall>();
+  /** The chats whose last call answered that the process still holds something of them (see `endChat`). */
+  private readonly keptChats = new Set<string>();
   private lastId = 0;
   private pending = "";
   private outgoing: string[] = [];
@@ -177,9 +182,9 @@ export class PythonWorker {
     if (this.ended) return Promise.reject(this.ended);
     signal.throwIfAborted();
     const id = ++this.lastId;
-    const answer = new Promise<PythonAnswer>((resolve, reject) => this.calls.set(id, { signal, resolve, reject, progress, callbacks, requests: new Map() }));
-    if (this.calls.size === 1) this.ref();
     const { chat } = call;
+    const answer = new Promise<PythonAnswer>((resolve, reject) => this.calls.set(id, { chat, signal, resolve, reject, progress, callbacks, requests: new Map() }));
+    if (this.calls.size === 1) this.ref();
     const target: JsonObject =
       "middleware" in call
         ? { middleware: call.middleware, hook: call.hook, payload: call.payload, sly_data: call.slyData }
@@ -195,8 +200,14 @@ export class PythonWorker {
     for (const [id, call] of this.calls) if (call.signal === signal) this.cancel(id, signal.reason);
   }
 
+  /**
+   * Ends a chat the process may still hold something of: one whose every call answered that the worker kept nothing of
+   * it (runner.py's `chat_kept`) was forgotten there already, and costs the process no wake-up more.
+   */
   endChat(chat: string): void {
-    if (!this.ended) this.send({ end_chat: chat });
+    const running = [...this.calls.values()].filter((call) => call.chat === chat);
+    for (const call of running) call.chatEnded = true;
+    if ((this.keptChats.delete(chat) || running.length > 0) && !this.ended) this.send({ end_chat: chat });
   }
 
   /** Ends the process: closing its stdin lets it exit by itself; `kill` does not wait. */
@@ -253,6 +264,12 @@ export class PythonWorker {
     const call = this.calls.get(id);
     if (call === undefined) return;
     this.calls.delete(id);
+    // A cancelled call may have left something of its chat behind: only an answer says what the worker kept.
+    const kept = "cancelled" in line || line.chat_kept !== false;
+    if (call.chatEnded) {
+      if (kept) this.send({ end_chat: call.chat });
+    } else if (kept) this.keptChats.add(call.chat);
+    else this.keptChats.delete(call.chat);
     clearTimeout(call.graceTimer);
     for (const request of call.requests.values()) request.abort(new Error("the Python call ended"));
     if (this.calls.size === 0) this.unref();

@@ -38,8 +38,12 @@ tool prints goes to stderr, never into the protocol).
   worker -> server
     {"ready": true, "python": "3.11.7", "neuro_san": "installed" | "stand-in"}      first line
     {"progress": id, "structure": {}, "content": ""}                               a tool's async_report_progress
-    {"done": id, "result": "text", "sly_data": {"set": {}, "delete": []}}
-    {"failed": id, "type": "ValueError", "message": "...", "traceback": "...", "sly_data": {...}}
+    {"done": id, "result": "text", "sly_data": {"set": {}, "delete": []}, "chat_kept": false}
+    {"failed": id, "type": "ValueError", "message": "...", "traceback": "...", "sly_data": {...}, "chat_kept": false}
+                              `chat_kept`: whether the worker still holds something of the chat for end_chat to end
+                              (a value JSON cannot carry, a library tool or middleware made for it, another of its
+                              calls running); false, it has forgotten the chat, and a chat whose calls all answered so
+                              needs no end_chat
     {"cancelled": id}
     {"request": r, "call": id, "name": "model_call", "args": {}}      a callback request (below)
     {"cancel_request": r}                                           its awaiting task was cancelled: no answer follows
@@ -72,6 +76,7 @@ import inspect
 import json
 import os
 import sys
+import threading
 import time
 import traceback
 import types
@@ -84,6 +89,9 @@ MIDDLEWARE_HOOKS = ("abefore_agent", "abefore_model", "aafter_model", "aafter_ag
 SPECIAL_ARGS = ("chat_history", "origin", "origin_str", "progress_reporter", "reservationist", "sly_data")
 # The worker and call id of the call the running code belongs to (each call's task has its own).
 CURRENT_CALL = contextvars.ContextVar("axon_call")
+# Held while a library tool or a middleware is made on a thread: two threads importing a package whose modules import
+# each other can fail with _DeadlockError (as a network's two middleware made at once did with LangChain's).
+MAKING = threading.Lock()
 
 
 class AxonCallbackError(Exception):
@@ -172,7 +180,8 @@ def new_instance(class_name, args):
 
 def library_tools(class_name, settings):
     """(whether it is a toolkit, its tools, the instance made): a toolkit is what has get_tools()."""
-    instance = new_instance(class_name, settings)
+    with MAKING:
+        instance = new_instance(class_name, settings)
     get_tools = getattr(instance, "get_tools", None)
     return (True, list(get_tools()), instance) if callable(get_tools) else (False, [instance], instance)
 
@@ -436,6 +445,7 @@ class Worker:
         self.middleware = {}
         self.middleware_sly_data = {}
         self.sly_baselines = {}
+        self.running = {}
         self.flushing = False
         self.executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="coded-tool")
         from neuro_san.interfaces.coded_tool import CodedTool
@@ -497,6 +507,16 @@ class Worker:
             answer.set_result(message.get("result"))
 
     async def call(self, message):
+        chat = message["chat"]
+        self.running[chat] = self.running.get(chat, 0) + 1
+        try:
+            await self.run_call(message)
+        finally:
+            self.running[chat] -= 1
+            if self.running[chat] == 0:
+                del self.running[chat]
+
+    async def run_call(self, message):
         call_id = message["call"]
         CURRENT_CALL.set((self, call_id))
         private = self.chats.setdefault(message["chat"], {})
@@ -523,11 +543,13 @@ class Worker:
                 "message": self.describe(error),
                 "traceback": traceback.format_exc(),
                 "sly_data": sly_data_changes(sent, sly_data, private),
+                "chat_kept": self.chat_kept(message["chat"]),
             })
             return
         sent = self.sly_baselines.pop(call_id)[0]
         # neuro-san renders any result with f"{result}": a string as is, a dict as Python prints it.
-        self.send({"done": call_id, "result": f"{result}", "sly_data": sly_data_changes(sent, sly_data, private)})
+        changes = sly_data_changes(sent, sly_data, private)
+        self.send({"done": call_id, "result": f"{result}", "sly_data": changes, "chat_kept": self.chat_kept(message["chat"])})
 
     async def run_coded_tool(self, message, call_id, sly_data):
         tool_class = self.tool_class(message)
@@ -625,6 +647,15 @@ class Worker:
             raise AttributeError(f"module {name} has no class {message['class']}")
         return getattr(module, message["class"])
 
+    def chat_kept(self, chat):
+        """Whether something of the chat stays for end_chat, asked as one of its calls answers; if nothing does, the chat
+        is forgotten now, and Axon sends no end_chat for it (a wake-up of this process less per chat)."""
+        if self.running[chat] > 1 or self.chats.get(chat) or self.libraries.get(chat) or chat in self.middleware_sly_data:
+            return True
+        self.chats.pop(chat, None)
+        self.libraries.pop(chat, None)
+        return False
+
     def end_chat(self, chat):
         for key in [key for key in self.middleware if key[0] == chat]:
             del self.middleware[key]
@@ -643,31 +674,32 @@ class Middleware:
     """One AgentMiddleware instance of an agent activation, its hooks called with LangChain's own types."""
 
     def __init__(self, worker, spec, sly_data, reporter, history=()):
-        self.worker = worker
-        try:
-            from langchain_core import messages, tools  # pylint: disable=import-outside-toplevel
-        except ImportError as error:
-            raise ImportError(f"{spec['class']} is LangChain middleware, and LangChain is not installed: {error}") from error
-        self.lc, self.lc_tools, self.known = messages, tools, {}
-        module_name, _, name = spec["class"].rpartition(".")
-        cls = getattr(importlib.import_module(module_name), name)
-        origin = spec.get("origin") or []
-        special = {
-            "chat_history": [self.to_lc(message) for message in history],
-            "origin": origin,
-            "origin_str": origin_str(origin),
-            "progress_reporter": reporter,
-            "reservationist": AxonReservationist() if spec.get("reservations") else None,
-            "sly_data": sly_data,
-        }
-        takes = inspect.signature(cls).parameters
-        args = dict(spec.get("args") or {})
-        for key in SPECIAL_ARGS:
-            if key in args and key in takes:
-                args[key] = special[key]
-        self.instance = cls(**args)
-        self.name = spec["class"]
-        self.state = {}
+        with MAKING:
+            self.worker = worker
+            try:
+                from langchain_core import messages, tools  # pylint: disable=import-outside-toplevel
+            except ImportError as error:
+                raise ImportError(f"{spec['class']} is LangChain middleware, and LangChain is not installed: {error}") from error
+            self.lc, self.lc_tools, self.known = messages, tools, {}
+            module_name, _, name = spec["class"].rpartition(".")
+            cls = getattr(importlib.import_module(module_name), name)
+            origin = spec.get("origin") or []
+            special = {
+                "chat_history": [self.to_lc(message) for message in history],
+                "origin": origin,
+                "origin_str": origin_str(origin),
+                "progress_reporter": reporter,
+                "reservationist": AxonReservationist() if spec.get("reservations") else None,
+                "sly_data": sly_data,
+            }
+            takes = inspect.signature(cls).parameters
+            args = dict(spec.get("args") or {})
+            for key in SPECIAL_ARGS:
+                if key in args and key in takes:
+                    args[key] = special[key]
+            self.instance = cls(**args)
+            self.name = spec["class"]
+            self.state = {}
 
     def hooks(self):
         """The hooks the class itself defines (AgentMiddleware's own do nothing), sync ones under their async names."""

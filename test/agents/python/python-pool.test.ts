@@ -193,6 +193,30 @@ describe("Python workers", () => {
     for (const each of chats.slice(1)) each.close();
   });
 
+  it("sends no end_chat for a chat whose calls left nothing in the worker, and ends one that left a value", async () => {
+    // The interpreter behind a tee: what the worker read stays on record.
+    const folder = mkdtempSync(path.join(os.tmpdir(), "python-stdin-"));
+    const read = path.join(folder, "stdin.jsonl");
+    const command = path.join(folder, "python3-teed");
+    writeFileSync(command, `#!/bin/sh\ntee "${read}" | exec python3 "$@"\n`, { mode: 0o755 });
+    const teed = new PythonPool({ command, workers: 1, cancelGraceMs: 300, importRoots: [fixtures] }, createLogger("silent"));
+    const resources = (className: string, args: JsonObject = {}) => ({ module: "coded_tools.python_tools.resources", file: path.join(fixtures, "coded_tools/python_tools/resources.py"), className, args });
+    const plain = teed.chat();
+    expect((await plain.call({}, resources("User"), () => {}, never())).result).toBe("connection is NoneType");
+    plain.close();
+    const keeping = teed.chat();
+    const marker = path.join(markers, "connection");
+    await keeping.call({}, resources("Opener", { marker }), () => {}, never());
+    keeping.close();
+    // The second chat's end was read once its connection is closed: the first chat's would have been read before it.
+    await until(() => existsSync(marker) && readFileSync(marker, "utf8") === "closed", "the connection closed");
+    const lines = readFileSync(read, "utf8").trim().split("\n").map((line) => JSON.parse(line) as JsonObject);
+    const chatOf = (className: string) => lines.find((line) => line.class === className)!.chat;
+    expect(lines.filter((line) => "end_chat" in line)).toEqual([{ end_chat: chatOf("Opener") }]);
+    expect(chatOf("User")).not.toBe(chatOf("Opener"));
+    await teed.close();
+  });
+
   it("a missing interpreter fails the call with a clear error", async () => {
     const nowhere = new PythonPool({ command: "/nonexistent/python", workers: 1, cancelGraceMs: 100, importRoots: [fixtures] }, createLogger("silent"));
     const failing = nowhere.chat().call({}, { module: "m", file: "f", className: "C", args: {} }, () => {}, never());

@@ -202,6 +202,52 @@ class Sent:
         pass
 
 
+class ChatKeptTest(unittest.TestCase):
+    """Each answer says whether the worker still holds something of the chat, so that Axon ends only those chats."""
+
+    FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "python")
+
+    def setUp(self):
+        sys.path[0:0] = [self.FIXTURES]
+        sys.path.append(runner.STAND_IN)
+        self.sent = Sent()
+        self.worker = runner.Worker(self.sent)
+        self.markers = tempfile.mkdtemp()
+
+    def tearDown(self):
+        sys.path.remove(self.FIXTURES)
+        sys.path.remove(runner.STAND_IN)
+        self.worker.executor.shutdown()
+
+    def message(self, call_id, module, class_name, args=None):
+        file = os.path.join(self.FIXTURES, "coded_tools", "python_tools", f"{module}.py")
+        return {"call": call_id, "chat": "c1", "module": f"coded_tools.python_tools.{module}", "file": file, "class": class_name, "args": args or {}}
+
+    def answers(self, *messages):
+        async def scenario():
+            await asyncio.gather(*(self.worker.call(message) for message in messages))
+
+        asyncio.run(scenario())
+        return {line["done"]: line["chat_kept"] for line in self.sent.lines if "done" in line}
+
+    def test_a_call_that_left_nothing_answers_so_and_the_chat_is_forgotten(self):
+        self.assertEqual(self.answers(self.message(1, "resources", "User")), {1: False})
+        self.assertNotIn("c1", self.worker.chats)
+
+    def test_a_value_json_cannot_carry_keeps_the_chat_until_it_ends(self):
+        marker = os.path.join(self.markers, "connection")
+        self.assertEqual(self.answers(self.message(1, "resources", "Opener", {"marker": marker})), {1: True})
+        self.assertIn("connection", self.worker.chats["c1"])
+        self.worker.end_chat("c1")
+        with open(marker, encoding="utf-8") as closed:
+            self.assertEqual(closed.read(), "closed")
+
+    def test_the_chat_is_kept_while_another_of_its_calls_runs(self):
+        # AsyncEcho awaits once: both calls are running when the first answers.
+        self.assertEqual(self.answers(self.message(1, "calculator", "AsyncEcho"), self.message(2, "calculator", "AsyncEcho")), {1: True, 2: False})
+        self.assertNotIn("c1", self.worker.chats)
+
+
 class CallbackRequestTest(unittest.TestCase):
     def setUp(self):
         sys.path.append(runner.STAND_IN)
