@@ -191,7 +191,8 @@ export function submissionStatement(plan: PlannedSubmission): Prisma.Sql {
       SELECT ${op.clientId}, 'client', ${plan.kind}, ${plan.category}, "id", ${op.approvalId}, ${sql.json(auditDetail(plan))}, ${sql.time(now)} FROM operation
       ${grantUsedAudit}
     )
-    SELECT counts.*, (SELECT count(*)::int FROM operation) AS "created", existing.* FROM (SELECT 1) AS one LEFT JOIN counts ON true LEFT JOIN existing ON true`;
+    SELECT ${countsNames}, (SELECT count(*)::int FROM operation) AS "created", ${storedOperationColumns}
+    FROM (SELECT 1) AS one LEFT JOIN counts ON true LEFT JOIN existing ON true`;
 }
 
 // ---- SQLite: one batch ------------------------------------------------------------------------------------------
@@ -243,7 +244,8 @@ async function writeInOneBatch(store: StoreClient, plan: PlannedSubmission): Pro
 
 /** The operation the submission's idempotency key names, if any: its replay. */
 function keyed(op: PlannedSubmission["operation"]): Prisma.Sql {
-  return Prisma.sql`SELECT * FROM "Operation" WHERE "clientId" = ${op.clientId} AND "idempotencyKey" = ${op.idempotencyKey}`;
+  return Prisma.sql`SELECT ${storedOperationColumns} FROM "Operation"
+    WHERE "clientId" = ${op.clientId} AND "idempotencyKey" = ${op.idempotencyKey}`;
 }
 
 // ---- rows --------------------------------------------------------------------------------------------------------
@@ -317,6 +319,10 @@ const grantColumns = columnsOf<NonNullable<PlannedSubmission["approval"]>>({
   createdAt: "time",
   updatedAt: "time",
 });
+
+/** Every column of an operation row, named (a prepared statement's columns must not change with the table's). */
+const storedOperationColumns = Prisma.raw(`${operationColumns.names.text}, "result", "recoveredBy"`);
+const countsNames = Prisma.raw(`"clientRequestsInWindow", "clientActive", "clientPending", "globalActive", "globalExecuting"`);
 
 function auditDetail(plan: PlannedSubmission): JsonObject {
   return { state: plan.operation.state, revision: 1, ...plan.detail };
