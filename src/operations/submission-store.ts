@@ -3,7 +3,7 @@ import { Prisma } from "../store/database.js";
 import { isUniqueViolation } from "../store/storage-errors.js";
 import type { AdmissionCounts, ClientLimits, GlobalLimits } from "./admission.js";
 import { dialects, type Dialect } from "./sql-dialect.js";
-import { directStatements, type GrantRow, type OperationRow, type StoreClient, type StoreTransaction } from "./store.js";
+import { directStatements, queryRows, type GrantRow, type OperationRow, type StoreClient, type StoreTransaction } from "./store.js";
 
 /**
  * Writing an admitted submission (spec §4, §5): the replay read of its idempotency key, the admission check, the rate
@@ -200,12 +200,16 @@ export function submissionStatement(plan: PlannedSubmission): Prisma.Sql {
 /**
  * The statements go in one batch: one message to the database thread, which runs them in one transaction of their
  * own, past Prisma's query interpreter (most of a statement's CPU through Prisma). SQLite's one writer makes the
- * key and the counts each reads exact. The first reads the operation the key names, and if there is one the batch
- * ends there. The operation row goes in only if admission allows it (and, with a window grant, only if this batch took one of its uses, by a
- * compare-and-swap on the revision the policy saw); every other row goes in only if the operation row did.
+ * counts each reads exact. The key is read first, on its own (a free writer answers it from its cache): a replay is
+ * then that one read, not a transaction. The operation row goes in only if admission allows it (and, with a window
+ * grant, only if this batch took one of its uses, by a compare-and-swap on the revision the policy saw); every other
+ * row goes in only if the operation row did. A duplicate key (a concurrent submission's) fails the batch, which undoes
+ * the rest of it.
  */
 async function writeInOneBatch(store: StoreClient, plan: PlannedSubmission): Promise<SubmissionOutcome> {
   const { operation: op, approval, windowGrant, limits } = plan;
+  const [existing] = await queryRows<OperationRow>(store, keyed(op));
+  if (existing) return { kind: "existing", operation: existing };
   const sql = dialects.sqlite;
   const now = op.createdAt;
   const written = Prisma.sql`EXISTS (SELECT 1 FROM "Operation" WHERE "id" = ${op.id})`;
@@ -218,7 +222,6 @@ async function writeInOneBatch(store: StoreClient, plan: PlannedSubmission): Pro
       : Prisma.sql`UNION ALL SELECT ${op.clientId}, 'client', 'grant.used', NULL, NULL, ${windowGrant.id}, json_object('uses_remaining', "usesRemaining"), ${now}
           FROM "Grant" WHERE "id" = ${windowGrant.id} AND ${written}`;
   const statements = [
-    keyed(op),
     ...(windowGrant === undefined
       ? []
       : [
@@ -235,9 +238,7 @@ async function writeInOneBatch(store: StoreClient, plan: PlannedSubmission): Pro
       SELECT ${op.clientId}, 'client', ${plan.kind}, ${plan.category}, ${op.id}, ${op.approvalId}, ${sql.json(auditDetail(plan))}, ${now} WHERE ${written}
       ${grantUsedAudit}`,
   ];
-  const [found, ...changed] = await directStatements(store).batch(statements, { stopAtRows: true });
-  const [existing] = found as OperationRow[];
-  if (existing) return { kind: "existing", operation: existing };
+  const changed = await directStatements(store).batch(statements);
   if (changed[windowGrant === undefined ? 0 : 1] === 1) return { kind: "created" };
   return { kind: "not_written", counts: await readAdmissionCounts(store, store, op.clientId, limits.windowStart) };
 }

@@ -257,18 +257,6 @@ describe("direct statements, past Prisma", () => {
     expect(notFollowed).toBe(0);
   });
 
-  it("a batch that stops at rows runs nothing past the first statement that returns one, and keeps what ran before it", async () => {
-    const { prisma, direct } = await directDatabase();
-    await prisma.auditRecord.create(audit("present"));
-    const write = (actor: string) => Prisma.sql`INSERT INTO "AuditRecord" ("actor", "actorKind", "action", "detail", "at") VALUES (${actor}, 'client', 'test', '{}', ${new Date()})`;
-    const read = (actor: string) => Prisma.sql`SELECT "actor" FROM "AuditRecord" WHERE "actor" = ${actor}`;
-
-    expect(await direct.batch([write("before"), read("present"), write("after")], { stopAtRows: true })).toEqual([1, [{ actor: "present" }]]);
-    expect(await direct.batch([read("absent"), write("ran")], { stopAtRows: true })).toEqual([[], 1]);
-    const actors = await prisma.auditRecord.findMany({ select: { actor: true }, orderBy: { id: "asc" } });
-    expect(actors.map((row) => row.actor)).toEqual(["present", "before", "ran"]);
-  });
-
   it("a batch is atomic: when a statement fails with a unique violation, the ones before it are undone", async () => {
     const { prisma, direct } = await directDatabase();
     await prisma.operation.create({ data: operationRow("op-taken", "key-taken") });

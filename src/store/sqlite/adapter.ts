@@ -51,10 +51,9 @@ export interface DirectStatements {
   query<T>(statement: RawStatement): Promise<T[]>;
   /**
    * Statements in one transaction of their own, all or nothing, in one round trip: for each, the rows it returns (a
-   * query, or a write with RETURNING) as `query` gives them, or else the number of rows it changed. With
-   * `stopAtRows`, the first statement that returns a row is the last to run (and to answer).
+   * query, or a write with RETURNING) as `query` gives them, or else the number of rows it changed.
    */
-  batch(statements: RawStatement[], options?: { stopAtRows?: boolean }): Promise<BatchResult[]>;
+  batch(statements: RawStatement[]): Promise<BatchResult[]>;
 }
 
 /**
@@ -81,8 +80,8 @@ export class PrismaSqliteThread implements SqlDriverAdapterFactory, DirectStatem
     return objectsOf<T>(await (await this.adapter()).queryRaw({ sql: statement.sql, args: statement.values, argTypes: [] }));
   }
 
-  async batch(statements: RawStatement[], options: { stopAtRows?: boolean } = {}): Promise<BatchResult[]> {
-    const results = await (await this.adapter()).batch(statements, options.stopAtRows === true);
+  async batch(statements: RawStatement[]): Promise<BatchResult[]> {
+    const results = await (await this.adapter()).batch(statements);
     return results.map((result) => (typeof result === "number" ? result : objectsOf(result)));
   }
 
@@ -131,9 +130,9 @@ class SqliteThreadAdapter extends ThreadQueryable implements SqlDriverAdapter {
     await (await this.current()).request({ kind: "script", script });
   }
 
-  async batch(statements: RawStatement[], stopAtRows: boolean): Promise<(SqlResultSet | number)[]> {
+  async batch(statements: RawStatement[]): Promise<(SqlResultSet | number)[]> {
     const sqlite = statements.map(({ sql, values }) => ({ sql, args: toSqlite({ sql, args: values, argTypes: [] }) }));
-    return (await this.current()).request({ kind: "batch", statements: sqlite, ...(stopAtRows ? { stopAtRows } : {}) });
+    return (await this.current()).request({ kind: "batch", statements: sqlite });
   }
 
   async startTransaction(isolationLevel?: IsolationLevel): Promise<Transaction> {

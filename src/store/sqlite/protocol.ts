@@ -26,10 +26,9 @@ export type Request =
   | { id: number; kind: "script"; script: string }
   /**
    * Statements in a transaction of their own, all or nothing, in one round trip: for each, the rows it returns (a
-   * query, or a write with RETURNING) or else the rows it changed. With `stopAtRows`, the first statement that returns
-   * a row is the last to run.
+   * query, or a write with RETURNING) or else the rows it changed.
    */
-  | { id: number; kind: "batch"; statements: { sql: string; args: unknown[] }[]; stopAtRows?: boolean }
+  | { id: number; kind: "batch"; statements: { sql: string; args: unknown[] }[] }
   /** Ends the transaction (or drops it, if its first statement is still waiting for the writer) and frees the writer. */
   | { id: number; kind: "commit" | "rollback"; transaction: number }
   | { id: number; kind: "close" };

@@ -74,7 +74,7 @@ class DatabaseThread {
         this.writer.database.exec(work.script);
         return undefined;
       }
-      if (work.kind === "batch") return this.batch(work.statements, work.stopAtRows === true);
+      if (work.kind === "batch") return this.batch(work.statements);
       if (work.begins) {
         this.writer.execute("BEGIN IMMEDIATE");
         this.owner = work.transaction;
@@ -110,15 +110,10 @@ class DatabaseThread {
   }
 
   /** The writer is free (no transaction owns it): the whole batch runs before anything else can. */
-  private batch(statements: { sql: string; args: unknown[] }[], stopAtRows: boolean): (SqlResultSet | number)[] {
+  private batch(statements: { sql: string; args: unknown[] }[]): (SqlResultSet | number)[] {
     this.writer.execute("BEGIN IMMEDIATE");
     try {
-      const changes: (SqlResultSet | number)[] = [];
-      for (const { sql, args } of statements) {
-        const result = this.writer.run(sql, args);
-        changes.push(result);
-        if (stopAtRows && typeof result !== "number" && result.rows.length > 0) break;
-      }
+      const changes = statements.map(({ sql, args }) => this.writer.run(sql, args));
       this.writer.execute("COMMIT");
       return changes;
     } finally {
