@@ -14,7 +14,8 @@ import { runLoad, type LoadResult } from "./load.js";
  * the same row is that row's ceiling, and 1 ÷ rate what each write held it for, hand-over included.
  *
  * On PostgreSQL the write is one statement (`submissionStatement`), sent here through a bare pg pool so that this
- * process's own CPU (Prisma's, on a busy machine) does not set the pace: what is left is the database's. On SQLite the
+ * process's own CPU (Prisma's, on a busy machine) does not set the pace: what is left is the database's. Each text is
+ * a prepared statement, by name, as Axon's are. On SQLite the
  * lock is the file's one writer, held for the whole transaction (`writeSubmission`), Prisma's calls included.
  */
 
@@ -36,6 +37,7 @@ export async function probeSubmissionLock(
   const pool = provider === "postgresql" ? new pg.Pool({ connectionString: databaseUrl, max: load.concurrency }) : undefined;
   try {
     const store = operationsStore(database);
+    const names: Record<string, string> = {};
     const write = async (clientId: string) => {
       if (pool) {
         // A client's first statement only creates its load row; the write is then made again, as a submission would.
@@ -43,7 +45,8 @@ export async function probeSubmissionLock(
           const statement = submissionStatement(plan(clientId));
           // As Prisma's adapter sends dates: UTC text (PostgreSQL ignores the zone of a timestamp without one).
           const values = statement.values.map((value) => (value instanceof Date ? value.toISOString() : value));
-          const { rows } = await pool.query<{ created: number; clientActive: number | null }>(statement.text, values);
+          const name = (names[statement.text] ??= `submission_${Object.keys(names).length}`);
+          const { rows } = await pool.query<{ created: number; clientActive: number | null }>({ name, text: statement.text, values });
           if (rows[0]?.created === 1) return;
           if (rows[0]?.clientActive !== null) throw new Error(`the write was not created: ${JSON.stringify(rows)}`);
         }

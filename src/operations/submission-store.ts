@@ -3,13 +3,14 @@ import { Prisma } from "../store/database.js";
 import { isUniqueViolation } from "../store/storage-errors.js";
 import type { AdmissionCounts, ClientLimits, GlobalLimits } from "./admission.js";
 import { dialects, type Dialect } from "./sql-dialect.js";
-import { directStatements, findOperation, type GrantRow, type OperationRow, type StoreClient, type StoreTransaction } from "./store.js";
+import { directStatements, queryRows, type GrantRow, type OperationRow, type StoreClient, type StoreTransaction } from "./store.js";
 
 /**
- * Writing an admitted submission (spec §4, §5): the admission check, the rate count, the operation, its approval or
- * its window grant's use, its event and audit records, all or nothing. On PostgreSQL that is one statement, so the
- * load rows it locks (the client's, then the server's) are held for that statement and its commit only, never across
- * a round trip; on SQLite, whose one writer serializes everything, one batch of statements in one transaction.
+ * Writing an admitted submission (spec §4, §5): the replay read of its idempotency key, the admission check, the rate
+ * count, the operation, its approval or its window grant's use, its event and audit records, all or nothing, and
+ * nothing but the read when the key already names an operation. On PostgreSQL that is one statement, so the load rows
+ * it locks (the client's, then the server's) are held for that statement and its commit only, never across a round
+ * trip; on SQLite, whose one writer serializes everything, one batch of statements in one transaction.
  */
 
 /** What admission holds a submission to (the client's effective limits), in the rate window `windowStart` opens. */
@@ -31,6 +32,8 @@ export interface PlannedSubmission {
 
 export type SubmissionOutcome =
   | { kind: "created" }
+  /** The client's idempotency key already names `operation`, as it stands: nothing was written. */
+  | { kind: "existing"; operation: OperationRow }
   /** The idempotency key was taken meanwhile by a concurrent submission; nothing was written. */
   | { kind: "duplicate" }
   /**
@@ -127,13 +130,19 @@ function countInWindow(dialect: Dialect, clientId: string, limits: SubmissionLim
  * again): locking the server's row before a client row it then inserts would be the opposite order.
  */
 async function writeInOneStatement(store: StoreClient, plan: PlannedSubmission): Promise<SubmissionOutcome> {
-  const [row] = await store.$queryRaw<(CountsRow & { created: number })[]>`${submissionStatement(plan)}`;
-  return row!.created === 1 ? { kind: "created" } : { kind: "not_written", counts: toCounts(row!) };
+  const [row] = await store.$queryRaw<StatementRow[]>`${submissionStatement(plan)}`;
+  const { clientRequestsInWindow: _window, clientActive: _active, clientPending: _pending, globalActive: _global, globalExecuting: _executing, created, ...existing } = row!;
+  if (existing.id !== null) return { kind: "existing", operation: existing as OperationRow };
+  return created === 1 ? { kind: "created" } : { kind: "not_written", counts: toCounts(row!) };
 }
+
+/** The statement's one row: the counts, whether it wrote, and the operation the key named before (all null if none). */
+type StatementRow = CountsRow & { created: number } & { [Column in keyof OperationRow]: OperationRow[Column] | null };
 
 /**
  * The one PostgreSQL statement of `writeSubmission`: one row, the counts it decided on (null before the client's
- * first submission) and whether it wrote (`created`).
+ * first submission, or when the key is taken), whether it wrote (`created`), and the columns of the operation the
+ * idempotency key already named (null if none). A taken key locks no row and writes nothing: a replay is a read.
  */
 export function submissionStatement(plan: PlannedSubmission): Prisma.Sql {
   const { operation: op, approval, windowGrant, limits } = plan;
@@ -153,10 +162,14 @@ export function submissionStatement(plan: PlannedSubmission): Prisma.Sql {
       jsonb_build_object('uses_remaining', "usesRemaining"), ${sql.time(now)} FROM used, operation`;
 
   return Prisma.sql`
-    WITH client_row AS (
-      SELECT "windowStart", "windowCount", "active", "pending" FROM "ClientLoad" WHERE "clientId" = ${op.clientId} FOR UPDATE
+    WITH existing AS (
+      ${keyed(op)}
+    ), client_row AS (
+      SELECT "windowStart", "windowCount", "active", "pending" FROM "ClientLoad"
+      WHERE "clientId" = ${op.clientId} AND NOT EXISTS (SELECT 1 FROM existing) FOR UPDATE
     ), new_client AS (
-      INSERT INTO "ClientLoad" ("clientId") SELECT ${op.clientId} WHERE NOT EXISTS (SELECT 1 FROM client_row) ON CONFLICT DO NOTHING
+      INSERT INTO "ClientLoad" ("clientId") SELECT ${op.clientId}
+      WHERE NOT EXISTS (SELECT 1 FROM client_row) AND NOT EXISTS (SELECT 1 FROM existing) ON CONFLICT DO NOTHING
     ), global_row AS (
       SELECT "active" FROM "GlobalLoad" WHERE "id" = 1 AND EXISTS (SELECT 1 FROM client_row) ${occupies ? Prisma.sql`FOR UPDATE` : Prisma.empty}
     ), counts AS (
@@ -178,7 +191,8 @@ export function submissionStatement(plan: PlannedSubmission): Prisma.Sql {
       SELECT ${op.clientId}, 'client', ${plan.kind}, ${plan.category}, "id", ${op.approvalId}, ${sql.json(auditDetail(plan))}, ${sql.time(now)} FROM operation
       ${grantUsedAudit}
     )
-    SELECT counts.*, (SELECT count(*)::int FROM operation) AS "created" FROM (SELECT 1) AS one LEFT JOIN counts ON true`;
+    SELECT ${countsNames}, (SELECT count(*)::int FROM operation) AS "created", ${storedOperationColumns}
+    FROM (SELECT 1) AS one LEFT JOIN counts ON true LEFT JOIN existing ON true`;
 }
 
 // ---- SQLite: one batch ------------------------------------------------------------------------------------------
@@ -186,12 +200,16 @@ export function submissionStatement(plan: PlannedSubmission): Prisma.Sql {
 /**
  * The statements go in one batch: one message to the database thread, which runs them in one transaction of their
  * own, past Prisma's query interpreter (most of a statement's CPU through Prisma). SQLite's one writer makes the
- * counts each reads exact. The operation row goes in only if admission allows it (and, with a window grant, only if
- * this batch took one of its uses, by a compare-and-swap on the revision the policy saw); every other row goes in
- * only if the operation row did. A duplicate key fails the batch, which undoes the rest of it.
+ * counts each reads exact. The key is read first, on its own (a free writer answers it from its cache): a replay is
+ * then that one read, not a transaction. The operation row goes in only if admission allows it (and, with a window
+ * grant, only if this batch took one of its uses, by a compare-and-swap on the revision the policy saw); every other
+ * row goes in only if the operation row did. A duplicate key (a concurrent submission's) fails the batch, which undoes
+ * the rest of it.
  */
 async function writeInOneBatch(store: StoreClient, plan: PlannedSubmission): Promise<SubmissionOutcome> {
   const { operation: op, approval, windowGrant, limits } = plan;
+  const [existing] = await queryRows<OperationRow>(store, keyed(op));
+  if (existing) return { kind: "existing", operation: existing };
   const sql = dialects.sqlite;
   const now = op.createdAt;
   const written = Prisma.sql`EXISTS (SELECT 1 FROM "Operation" WHERE "id" = ${op.id})`;
@@ -225,9 +243,10 @@ async function writeInOneBatch(store: StoreClient, plan: PlannedSubmission): Pro
   return { kind: "not_written", counts: await readAdmissionCounts(store, store, op.clientId, limits.windowStart) };
 }
 
-/** The operation a client's idempotency key names, if any: the replay's one read. */
-export function findByIdempotencyKey(store: StoreClient, clientId: string, idempotencyKey: string): Promise<OperationRow | undefined> {
-  return findOperation(store, Prisma.sql`"clientId" = ${clientId} AND "idempotencyKey" = ${idempotencyKey}`);
+/** The operation the submission's idempotency key names, if any: its replay. */
+function keyed(op: PlannedSubmission["operation"]): Prisma.Sql {
+  return Prisma.sql`SELECT ${storedOperationColumns} FROM "Operation"
+    WHERE "clientId" = ${op.clientId} AND "idempotencyKey" = ${op.idempotencyKey}`;
 }
 
 // ---- rows --------------------------------------------------------------------------------------------------------
@@ -301,6 +320,10 @@ const grantColumns = columnsOf<NonNullable<PlannedSubmission["approval"]>>({
   createdAt: "time",
   updatedAt: "time",
 });
+
+/** Every column of an operation row, named (a prepared statement's columns must not change with the table's). */
+const storedOperationColumns = Prisma.raw(`${operationColumns.names.text}, "result", "recoveredBy"`);
+const countsNames = Prisma.raw(`"clientRequestsInWindow", "clientActive", "clientPending", "globalActive", "globalExecuting"`);
 
 function auditDetail(plan: PlannedSubmission): JsonObject {
   return { state: plan.operation.state, revision: 1, ...plan.detail };

@@ -11,7 +11,7 @@ import { decide, requestedGrantTerms, type Decision, type DecisionInput, type Gr
 import type { Provider } from "./providers/provider.js";
 import type { ProviderRegistry } from "./providers/registry.js";
 import type { GrantRow, OperationRow, StoreClient } from "./store.js";
-import { findByIdempotencyKey, writeSubmission, type PlannedSubmission } from "./submission-store.js";
+import { writeSubmission, type PlannedSubmission } from "./submission-store.js";
 import { submissionAttributes, traceContextToStore, traceSubmissionStep } from "../telemetry/operation-spans.js";
 
 export interface SubmitInput {
@@ -98,9 +98,9 @@ export function pendingTerms(terms: GrantTerms, now: Date, approvalTtlMs: number
 }
 
 /**
- * Submission (spec §3-§5): validate, replay by idempotency key, then policy and admission, then persist. A replay is
- * one read. A new submission is that read and one write (`writeSubmission`): admission, the rate count and every row
- * together, or nothing.
+ * Submission (spec §3-§5): validate, decide by policy, then one write (`writeSubmission`) that replays by idempotency
+ * key or else admits and persists: the key's read, admission, the rate count and every row together, or nothing. A
+ * replay writes nothing, whatever the policy or admission would now say.
  */
 export class Submissions {
   constructor(private readonly options: RequestOptions) {}
@@ -115,14 +115,13 @@ export class Submissions {
     const request = { ...input, reason };
     const hash = submissionHash(request);
     for (let attempt = 1; ; attempt++) {
-      const replayed = await this.replay(clientId, request.idempotencyKey, hash);
-      if (replayed) return { operation: replayed, created: false };
-
       const now = this.options.clock.now();
       const decision = await traceSubmissionStep("policy decision", {}, () => this.decide(clientId, request, now), (decided) => ({ "axon.policy.effect": decided.effect }));
       const written = await this.write(clientId, this.plan(clientId, request, hash, provider, now, decision), attempt);
-      // A concurrent duplicate won the key: the next round replays it.
-      if (written) return { operation: written, created: true };
+      if (written?.created) return written;
+      // A concurrent duplicate won the key (the next round replays it), or the key's operation is past replaying.
+      const replayed = written && (await this.replay(written.operation, request.idempotencyKey, hash));
+      if (replayed) return { operation: replayed, created: false };
     }
   }
 
@@ -150,24 +149,27 @@ export class Submissions {
         plan.operation.state = "executing";
         plan.kind = "operation.executing";
       }
+      // Its key is new: no other operation has it.
       const written = await this.write(clientId, plan, attempt);
-      if (written) return written;
+      if (written?.created) return written.operation;
     }
   }
 
   /**
-   * Writes a planned submission: the operation as written, or undefined when it should be decided again (its key
-   * was taken meanwhile, or what it decided on changed); throws when admission refuses it.
+   * Writes a planned submission: the operation as written (`created`), or the one its key already named, or
+   * undefined when it should be decided again (its key was taken meanwhile, or what it decided on changed); throws
+   * when admission refuses it.
    */
-  private async write(clientId: string, plan: PlannedSubmission, attempt: number): Promise<OperationRow | undefined> {
+  private async write(clientId: string, plan: PlannedSubmission, attempt: number): Promise<{ operation: OperationRow; created: boolean } | undefined> {
     const outcome = await writeSubmission(this.options.store, plan);
+    if (outcome.kind === "existing") return { operation: outcome.operation, created: false };
     if (outcome.kind === "created") {
       this.options.notifier.created(plan.operation.id, plan.operation.state);
       if (plan.approval) {
         const native = this.options.providers.get(plan.operation.operation)?.native === true;
         this.options.announcer?.announce({ grant: plan.approval, operation: { ...plan.operation, native } });
       }
-      return { ...plan.operation, result: null, recoveredBy: null };
+      return { operation: { ...plan.operation, result: null, recoveredBy: null }, created: true };
     }
     if (outcome.kind === "duplicate") return undefined;
     const admission = admit(this.options.admission, clientId, outcome.counts, plan.operation.createdAt, plan.limits.windowStart);
@@ -183,12 +185,10 @@ export class Submissions {
 
   /**
    * The operation this key already names, when the request is the same (semantic JSON equality); a conflict when it
-   * differs. A terminal operation stays replayable for 30 days; after that its key is free again.
+   * differs. A terminal operation stays replayable for 30 days; after that its key is free again (undefined).
    */
-  private async replay(clientId: string, idempotencyKey: string, hash: string): Promise<OperationRow | undefined> {
+  private async replay(existing: OperationRow, idempotencyKey: string, hash: string): Promise<OperationRow | undefined> {
     const { store, clock } = this.options;
-    const existing = await findByIdempotencyKey(store, clientId, idempotencyKey);
-    if (!existing) return undefined;
     if (existing.terminalAt !== null && clock.now().getTime() - existing.terminalAt.getTime() > replayWindowMs) {
       // The old operation keeps its id and history; only its claim on the key ends.
       await store.operation.updateMany({

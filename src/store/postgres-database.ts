@@ -53,7 +53,27 @@ export function postgresTarget(databaseUrl: string, description: string): Databa
 
 /** Both generated clients share one model API; the SQLite one's type stands for both (see `PrismaClient`). */
 function postgresClient(pool: pg.Pool): PrismaClient {
-  return new PostgresPrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) }) as unknown as PrismaClient;
+  return new PostgresPrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true, statementNameGenerator: statementName as (query: { sql: string }) => string }) }) as unknown as PrismaClient;
+}
+
+/** How many distinct statement texts are prepared: pg keeps each for a connection's life, so they must be few. */
+const preparedStatementLimit = 512;
+const statementNames = new Map<string, string>();
+/** `SELECT *`, `t.*`, `RETURNING *`: columns a migration may add to, which PostgreSQL refuses under a prepared statement. */
+const everyColumn = /(?:select|returning|,)\s*\*|\.\*/i;
+
+/**
+ * A name for each of the first `preparedStatementLimit` statement texts: a connection then parses and plans one
+ * once and afterwards only binds its values, as the same few texts come again and again. Prisma's texts are few,
+ * but for lists of every length (`IN (...)`, several rows at once): the texts past the limit go unnamed, which pg
+ * sends as unnamed statements (its type says a name is always given), and so do those that select every column.
+ */
+function statementName({ sql }: { sql: string }): string | undefined {
+  const known = statementNames.get(sql);
+  if (known !== undefined || statementNames.size >= preparedStatementLimit || everyColumn.test(sql)) return known;
+  const name = `axon_${statementNames.size}`;
+  statementNames.set(sql, name);
+  return name;
 }
 
 /**

@@ -7,9 +7,9 @@ import type { Opened, Reply, Request, ThreadChannel, ThreadOptions } from "./pro
 
 /*
  * The database thread: every better-sqlite3 call runs here, so a slow statement, a commit's fsync or a wait on a busy
- * file holds this thread, never the event loop. One writer connection runs one transaction at a time; statements that
- * only read and belong to no transaction go to a reader connection, which (WAL) sees the last commit and waits for
- * nothing. A write outside a transaction, a script or a new transaction waits, in arrival order, for the open one.
+ * file holds this thread, never the event loop. One writer connection runs one transaction at a time; a statement that
+ * only reads and belongs to no transaction runs on it too while it is free, else on a reader connection, which (WAL)
+ * sees the last commit and waits for nothing. A write outside a transaction, a script or a new transaction waits, in arrival order, for the open one.
  */
 
 const { options, channel } = workerData as { options: ThreadOptions; channel: ThreadChannel };
@@ -34,8 +34,10 @@ class DatabaseThread {
       case "execute":
         if (request.begins) return this.write(request);
         if (request.transaction !== undefined) return this.answer(request.id, () => this.inTransaction(request));
-        if (this.reader.readsOnly(request.sql)) return this.answer(request.id, () => runStatement(this.reader, request));
-        return this.write(request);
+        // A free writer answers reads too: its page cache holds what it wrote, where the reader's starts over after
+        // every commit (WAL), re-reading the pages. The reader serves reads only while the writer is taken.
+        if (this.writerFree() || !this.reader.readsOnly(request.sql)) return this.write(request);
+        return this.answer(request.id, () => runStatement(this.reader, request));
       case "script":
       case "batch":
         return this.write(request);
@@ -55,8 +57,12 @@ class DatabaseThread {
     return runStatement(this.writer, request);
   }
 
+  private writerFree(): boolean {
+    return this.owner === undefined && this.waiting.length === 0;
+  }
+
   private write(work: WriterWork): void {
-    if (this.owner === undefined && this.waiting.length === 0) return this.run(work);
+    if (this.writerFree()) return this.run(work);
     this.waiting.push(work);
     // The event loop may be blocked waiting for a transaction's first answer; it will not come until the writer is free.
     if (isStatement(work) && work.begins) reply({ id: work.id, queued: true });
