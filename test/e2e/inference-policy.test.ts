@@ -97,9 +97,7 @@ describe("brokered calls decided by AXON_POLICY_FILE", () => {
     upstream.failNext(500);
     expect(await thrown(big)).toBeInstanceOf(OpenAI.InternalServerError);
     await big();
-    console.log("DEBUG after 1", JSON.stringify(await operatorCall("GET", `/api/operator/v1/requests/${requestId}`)));
     await big();
-    console.log("DEBUG after 2", JSON.stringify(await operatorCall("GET", `/api/operator/v1/requests/${requestId}`)));
     const spent = (await thrown(big)) as Error;
     expect(spent).toMatchObject({ code: "approval_pending" });
     expect(spent.message).not.toContain(requestId);
