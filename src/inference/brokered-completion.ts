@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { AxonError } from "../errors.js";
-import type { NativeCall, NativeCalls } from "../operations/native-calls.js";
+import type { NativeCall, NativeCalls, NativeOutcome } from "../operations/native-calls.js";
 import type { AnswerSink } from "./answers.js";
 import type { ChatRequest } from "./chat-request.js";
 import { chatOperation, modelTarget } from "./native-operations.js";
@@ -22,7 +22,7 @@ export interface BrokeredCompletionOptions {
  * A chat completion with a brokered model: decided as an operation is (`inference.chat` on `{kind: "model", upstream,
  * name}`, the request's size and token bound as the attributes a rule's `limits` bound), then relayed with the
  * upstream's key. Deny answers 403 naming the rule; a rule that asks an operator answers 403 with the pending request's
- * id; allowed calls are relayed at once (nothing is written before), and their outcome is recorded once they end.
+ * id; allowed calls are relayed at once (nothing is written before), and their outcome is recorded before their answer ends.
  */
 export async function completeWithUpstream(options: BrokeredCompletionOptions): Promise<RelayOutcome> {
   const { native, upstreams, upstream, clientId, request } = options;
@@ -40,11 +40,18 @@ export async function completeWithUpstream(options: BrokeredCompletionOptions): 
       metadata: { approval_request_id: decision.requestId },
     });
   }
-  const outcome = await relayChatCompletion({ ...options, secret });
+  // Recorded before the answer ends: a use an upstream failure gives back is there for the client's next call.
+  const finish = (outcome: RelayOutcome) => decision.finish(nativeOutcomeOf(outcome));
+  const outcome = await relayChatCompletion({ ...options, secret, beforeEnd: finish });
+  // Once only: this records the calls that ended otherwise (the client left, the upstream broke off).
+  await finish(outcome);
+  return outcome;
+}
+
+function nativeOutcomeOf(outcome: RelayOutcome): NativeOutcome {
   const detail: JsonObject = { status: outcome.status, response_bytes: outcome.bytes, ...usageDetail(outcome) };
   const ok = outcome.status >= 200 && outcome.status <= 299 && outcome.failure === undefined;
-  await decision.finish(ok ? { ok, detail } : { ok, code: outcome.status === 0 ? "upstream_unreachable" : `upstream_http_${outcome.status}`, message: outcome.failure ?? `the upstream answered HTTP ${outcome.status}`, detail });
-  return outcome;
+  return ok ? { ok, detail } : { ok, code: outcome.status === 0 ? "upstream_unreachable" : `upstream_http_${outcome.status}`, message: outcome.failure ?? `the upstream answered HTTP ${outcome.status}`, detail };
 }
 
 /** What policy, the operator and the audit see of the call: the model, its size and bound, never the messages. */

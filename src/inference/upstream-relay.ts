@@ -41,8 +41,15 @@ export function relayChatCompletion(options: {
   request: ChatRequest;
   res: AnswerSink;
   headers: Record<string, string>;
+  /**
+   * Awaited with the outcome before the answer ends (not when the client left or the upstream broke off mid-answer):
+   * what the outcome changes (an upstream failure's grant use given back) is in place once the client has the answer.
+   */
+  beforeEnd?: (outcome: RelayOutcome) => Promise<void>;
 }): Promise<RelayOutcome> {
   const { upstream, secret, request, res, headers } = options;
+  // A failure to record is the caller's to see (its own call to record again returns it): the answer still ends.
+  const beforeEnd = async (outcome: RelayOutcome) => options.beforeEnd?.(outcome).catch(() => undefined);
   // Asked for on the client's behalf, so that a stream's tokens are counted; the usage chunk is then not passed on.
   const askUsage = request.stream && upstream.streamUsage && !request.includeUsage;
   const body = askUsage
@@ -79,13 +86,22 @@ export function relayChatCompletion(options: {
     call.on("error", (error: NodeJS.ErrnoException) => {
       if (settled) return;
       const failure = error.message === "idle timeout" ? "the upstream stayed silent too long" : "the upstream could not be reached";
-      writeErrorAnswer(res, upstreamFailure(upstream, failure), headers);
       // The log line says how (ECONNREFUSED, ENOTFOUND): a code, never a host or a key.
-      settle(error.code === undefined ? failure : `${failure} (${error.code})`);
+      outcome.failure = error.code === undefined ? failure : `${failure} (${error.code})`;
+      void beforeEnd(outcome).then(() => {
+        writeErrorAnswer(res, upstreamFailure(upstream, failure), headers);
+        settle(outcome.failure);
+      });
     });
     call.on("response", (answer) => {
       outcome.status = answer.statusCode ?? 0;
-      if (outcome.status < 200 || outcome.status > 299) return void relayError(answer, outcome.status, secret, upstream, res, headers).then(() => settle());
+      if (outcome.status < 200 || outcome.status > 299) {
+        return void relayError(answer, outcome.status, secret, upstream).then(async (shaped) => {
+          await beforeEnd(outcome);
+          writeErrorAnswer(res, shaped, headers);
+          settle();
+        });
+      }
       const eventStream = (answer.headers["content-type"] ?? "").startsWith("text/event-stream");
       res.writeHead(outcome.status, eventStream ? eventStreamHeaders(headers) : { "content-type": "application/json", ...headers });
       const events = eventStream ? new EventStreamUsage(askUsage) : undefined;
@@ -110,8 +126,10 @@ export function relayChatCompletion(options: {
         } else {
           outcome.usage = usageIn(json.length === 1 ? json[0]! : Buffer.concat(json));
         }
-        res.end();
-        settle();
+        void beforeEnd(outcome).then(() => {
+          res.end();
+          settle();
+        });
       });
       answer.on("error", () => undefined);
       answer.on("close", () => {
@@ -127,7 +145,7 @@ export function relayChatCompletion(options: {
 }
 
 /** The upstream's error in OpenAI's shape, its text sanitized; its own key refused is Axon's failure, not the client's. */
-async function relayError(answer: IncomingMessage, status: number, secret: string, upstream: Upstream, res: AnswerSink, headers: Record<string, string>): Promise<void> {
+async function relayError(answer: IncomingMessage, status: number, secret: string, upstream: Upstream): Promise<OpenAiError> {
   const pieces: Buffer[] = [];
   let size = 0;
   try {
@@ -140,7 +158,7 @@ async function relayError(answer: IncomingMessage, status: number, secret: strin
     // What arrived is all there is to go on.
   }
   if (status === 401 || status === 403) {
-    return writeErrorAnswer(res, upstreamFailure(upstream, `the upstream refused the key Axon holds for it (HTTP ${status})`), headers);
+    return upstreamFailure(upstream, `the upstream refused the key Axon holds for it (HTTP ${status})`);
   }
   const found = parsed(Buffer.concat(pieces));
   const error = isJsonObject(found) && isJsonObject(found.error) ? found.error : {};
@@ -150,7 +168,7 @@ async function relayError(answer: IncomingMessage, status: number, secret: strin
     const value = answer.headers[name];
     if (typeof value === "string" && /^[0-9.]{1,12}$/.test(value)) passed[name] = value;
   }
-  const shaped: OpenAiError = {
+  return {
     status,
     error: {
       message: text(error.message) ?? `the upstream answered HTTP ${status}`,
@@ -160,7 +178,6 @@ async function relayError(answer: IncomingMessage, status: number, secret: strin
     },
     headers: passed,
   };
-  writeErrorAnswer(res, shaped, headers);
 }
 
 /** How to reach an upstream for a model: the URL as request options, made once per upstream when its path names no model. */

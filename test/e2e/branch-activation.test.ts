@@ -5,6 +5,7 @@ import { startAxonProcess, type AxonProcess } from "../support/axon-process.js";
 import { finalOf, maximal, messagesOf, restChat, type Json } from "../support/chat-protocols.js";
 import { defaultReply, ScriptedLlm, type ScriptHandler } from "../support/scripted-llm/scripted-llm.js";
 import { projectRoot } from "../support/server.js";
+import { until } from "../support/wait.js";
 
 const fixtures = path.join(projectRoot, "test/fixtures/branch-activation");
 
@@ -62,7 +63,8 @@ describe.each([
     const expert = messagesOf(lines).filter((message) => message.origin?.at(-1)?.tool === "Expert").map((message) => message.type);
     expect(expert).toEqual(["SYSTEM", "HUMAN", "AI"]);
     expect(llm.requests.map((request) => request.request.system)).toEqual(["Call the tool the user names.", "Answer as an expert.", "Call the tool the user names."]);
-    expect(axon.logs.find((line) => line.msg === "python worker ready")).toMatchObject({ neuroSan });
+    // Log lines go out in batches, up to 10 ms after they are written: the chat's answer may come first.
+    expect(await until(() => axon.logs.find((line) => line.msg === "python worker ready"), "the python worker's ready line")).toMatchObject({ neuroSan });
   });
 
   it("calls a coded tool, whose sly_data reaches the caller's and the client", async () => {

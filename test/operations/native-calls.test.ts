@@ -173,8 +173,12 @@ describe.each([
     const second = new AbortController();
     const holdingFirst = broker.native.hold(push(["refs/heads/feature"]), { signal: first.signal });
     const requestId = await pendingRequest(store);
-    const holdingSecond = broker.native.hold(push(["refs/heads/feature"]), { signal: second.signal });
-    await until(async () => (await store.grant.count()) === 1 && (await store.operation.findFirst())?.revision === 1, "the second call waiting");
+    // Told once it waits (its waiter counted): aborting the first before that would leave it the last waiter.
+    const secondHeldAs: string[] = [];
+    const holdingSecond = broker.native.hold(push(["refs/heads/feature"]), { signal: second.signal, onHeld: (id) => secondHeldAs.push(id) });
+    await until(() => secondHeldAs.length > 0, "the second call waiting");
+    expect(secondHeldAs).toEqual([requestId]);
+    expect(await store.grant.count()).toBe(1);
     first.abort();
     expect(await within(10_000, holdingFirst, "the first call")).toMatchObject({ effect: "refused", code: "operation_canceled" });
     expect((await broker.getRequest(requestId)).grant.status).toBe("pending");
