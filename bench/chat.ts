@@ -2,7 +2,7 @@ import os from "node:os";
 import { parseArgs } from "node:util";
 import { chatError } from "./chat-check.js";
 import { KeepAliveHttpClient, type HttpRequestSpec } from "./clients.js";
-import { percentile, runLoad, type Call, type LoadResult } from "./load.js";
+import { percentile, runLoad, runUntil, type Call, type LoadResult } from "./load.js";
 import { machine } from "./machine.js";
 import type { AxonReady } from "./serve-axon.js";
 import type { ChatBaselineReady, ChatBaselineScript } from "./serve-chat-baseline.js";
@@ -14,7 +14,9 @@ import { startServerProcess, type ServerProcess, type ServerSample } from "./ser
  * against a zero-latency scripted LLM, MAXIMAL so every message is built and sent. Axon is compared in the same run
  * with a bare server that makes the same LLM round trips through the same SDK and answers the same bytes:
  *   1. per-chat and per-message overhead at a low, fixed concurrency;
- *   2. 200 chats in flight on one Axon process: latency percentiles, throughput, memory, errors.
+ *   2. 200 chats in flight on one Axon process: latency percentiles, throughput, memory, errors;
+ *   3. with --settle, the memory each process comes back to once the crowd has gone; with --soak, whether memory
+ *      grows over many chats (RSS sampled every N chats, and the slope of a straight line through the samples).
  * Axon, the baseline and the scripted LLM each run in their own process. Prints Markdown for docs/benchmarks.md.
  */
 
@@ -28,6 +30,11 @@ const { values: flags } = parseArgs({
     "crowd-seconds": { type: "string", default: "8" },
     "crowd-warmup": { type: "string", default: "2" },
     "crowd-rounds": { type: "string", default: "2" },
+    // After the crowd: both processes left idle this long, RSS sampled every few seconds (0: skipped).
+    settle: { type: "string", default: "0" },
+    // A soak: --soak-chats chats at the crowd's concurrency on each process, RSS sampled every --soak chats (0: skipped).
+    soak: { type: "string", default: "0" },
+    "soak-chats": { type: "string", default: "20000" },
     // Writes a V8 CPU profile of the Axon process to this folder (open it in Chrome DevTools or speedscope).
     profile: { type: "string" },
   },
@@ -38,6 +45,11 @@ function positive(flag: NumericFlag): number {
   if (!(value > 0)) throw new Error(`--${flag} must be a positive number, got ${flags[flag]}`);
   return value;
 }
+function nonNegative(flag: NumericFlag): number {
+  const value = Number(flags[flag]);
+  if (!(value >= 0)) throw new Error(`--${flag} must be 0 or more, got ${flags[flag]}`);
+  return value;
+}
 const overheadLoad = { durationMs: positive("seconds") * 1000, warmupMs: positive("warmup") * 1000, concurrency: positive("concurrency") };
 const crowdLoad = {
   durationMs: positive("crowd-seconds") * 1000,
@@ -45,6 +57,10 @@ const crowdLoad = {
   concurrency: positive("crowd"),
 };
 const rounds = { overhead: positive("rounds"), crowd: positive("crowd-rounds") };
+const settleSeconds = nonNegative("settle");
+const soak = { every: nonNegative("soak"), chats: positive("soak-chats") };
+/** How often RSS is sampled while both processes settle. */
+const settleSampleMs = 5_000;
 
 const network = "three_node";
 const chatRequest: HttpRequestSpec = {
@@ -81,6 +97,8 @@ try {
     nodeArgs: flags.profile ? ["--cpu-prof", `--cpu-prof-dir=${flags.profile}`] : [],
   });
   processes.push(axon);
+  // Right after the start, before any chat: what an idle server that nobody has used yet holds.
+  const started = await axon.sample();
   const axonHttp = new KeepAliveHttpClient({ host: "127.0.0.1", port: axon.ready.port }, crowdLoad.concurrency);
   closers.push(() => axonHttp.close());
 
@@ -154,14 +172,72 @@ try {
   printHeader(shape);
   const overhead = await alternate(rounds.overhead, overheadLoad, `${overheadLoad.concurrency} in flight`);
   const crowd = await alternate(rounds.crowd, crowdLoad, `${crowdLoad.concurrency} in flight`);
+  const settled = settleSeconds > 0 ? await settleAll(servers) : undefined;
+  const soaked = soak.every > 0 ? { Axon: await soakOne(servers.Axon, calls.Axon), baseline: await soakOne(servers.baseline, calls.baseline) } : undefined;
+  // Where the soak leaves each process once it has rested as long: what it kept, not what awaits collection.
+  const soakSettled = soaked && settleSeconds > 0 ? await settleAll(servers) : undefined;
   printOverhead(overhead, shape);
   console.log("");
   printCrowd(crowd, idle);
   console.log("");
+  if (settled) {
+    printSettle(settled, idle, crowd, started);
+    console.log("");
+  }
+  if (soaked) {
+    printSoak(soaked, soakSettled);
+    console.log("");
+  }
   console.log(`Load average at end (1 min): ${os.loadavg()[0]!.toFixed(2)}`);
 } finally {
   for (const close of closers) close();
   await Promise.all(processes.map((child) => child.stop()));
+}
+
+/** Both processes idle side by side for --settle seconds; each one's RSS every few seconds. */
+async function settleAll(servers: Record<Target, ServerProcess<unknown>>): Promise<Record<Target, { seconds: number; rssBytes: number }[]>> {
+  process.stderr.write(`  settling ${settleSeconds} s\n`);
+  const samples: Record<Target, { seconds: number; rssBytes: number }[]> = { Axon: [], baseline: [] };
+  const start = performance.now();
+  for (;;) {
+    const seconds = (performance.now() - start) / 1000;
+    for (const target of targets) samples[target].push({ seconds, rssBytes: (await servers[target].sample()).rssBytes });
+    if (seconds >= settleSeconds) return samples;
+    await new Promise((resolve) => setTimeout(resolve, Math.min(settleSampleMs, (settleSeconds - seconds) * 1000)));
+  }
+}
+
+interface Soak {
+  /** RSS after every --soak chats (the first at 0). */
+  samples: { chats: number; rssBytes: number }[];
+  chats: number;
+  errors: number;
+  seconds: number;
+}
+
+/** --soak-chats chats at the crowd's concurrency; the server's RSS every --soak of them. */
+async function soakOne(server: ServerProcess<unknown>, call: Call): Promise<Soak> {
+  const samples = [{ chats: 0, rssBytes: (await server.sample()).rssBytes }];
+  const stop = new AbortController();
+  let sent = 0;
+  let done = 0;
+  const sampling: Promise<void>[] = [];
+  const counted: Call = async () => {
+    if (++sent >= soak.chats) stop.abort();
+    try {
+      await call();
+    } finally {
+      done++;
+      if (done % soak.every === 0) {
+        const chats = done;
+        sampling.push(server.sample().then(({ rssBytes }) => void samples.push({ chats, rssBytes })));
+      }
+    }
+  };
+  const result = await runUntil(counted, crowdLoad.concurrency, stop.signal);
+  await Promise.all(sampling);
+  process.stderr.write(`  soak: ${result.requests} chats in ${result.seconds.toFixed(0)} s, ${result.errors} errors\n`);
+  return { samples: samples.sort((a, b) => a.chats - b.chats), chats: result.requests, errors: result.errors, seconds: result.seconds };
 }
 
 /** A chat succeeded when it streamed as many messages as the probe did and ended with the final answer. */
@@ -257,6 +333,58 @@ function printCrowd(runs: Record<Target, Measured[]>, idle: Record<Target, Serve
         `${mb(idle[target].rssBytes)} → ${mb(figures.maxRssBytes)} | ${mb(idle[target].heapUsedBytes)} → ${mb(figures.peakHeapUsedBytes)} | ${figures.errors} |`,
     );
   }
+}
+
+function printSettle(
+  settled: Record<Target, { seconds: number; rssBytes: number }[]>,
+  idle: Record<Target, ServerSample>,
+  crowd: Record<Target, Measured[]>,
+  started: ServerSample,
+): void {
+  console.log(`RSS once the crowd has gone (both processes idle ${settleSeconds} s, sampled every ${settleSampleMs / 1000} s):`);
+  console.log("");
+  console.log("| Server | RSS at start MB | idle (after one chat) MB | peak MB | right after MB | after settling MB | after settling / idle |");
+  console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+  for (const [target, name] of [["Axon", "Axon"], ["baseline", "bare node:http + openai SDK"]] as const) {
+    const samples = settled[target];
+    const last = samples.at(-1)!.rssBytes;
+    const atStart = target === "Axon" ? mb(started.rssBytes) : "–";
+    console.log(
+      `| ${name} | ${atStart} | ${mb(idle[target].rssBytes)} | ${mb(combine(crowd[target]).maxRssBytes)} | ${mb(samples[0]!.rssBytes)} | ${mb(last)} | ` +
+        `${(last / idle[target].rssBytes).toFixed(2)}× |`,
+    );
+  }
+}
+
+function printSoak(soaked: Record<Target, Soak>, settled: Record<Target, { rssBytes: number }[]> | undefined): void {
+  console.log(`Soak: ${soak.chats} chats, ${crowdLoad.concurrency} in flight, RSS every ${soak.every} chats:`);
+  console.log("");
+  const rested = settled ? ` then ${settleSeconds} s idle` : "";
+  console.log(`| Server | chats/s | errors | RSS idle → first → last${rested} MB | min – max under load MB | slope MB per 1,000 chats | RSS samples MB |`);
+  console.log("| --- | ---: | ---: | ---: | ---: | ---: | --- |");
+  for (const [target, name] of [["Axon", "Axon"], ["baseline", "bare node:http + openai SDK"]] as const) {
+    const { samples, chats, errors, seconds } = soaked[target];
+    const rss = samples.map((sample) => sample.rssBytes);
+    const underLoad = rss.slice(1);
+    console.log(
+      `| ${name} | ${(chats / seconds).toFixed(0)} | ${errors} | ${mb(rss[0]!)} → ${mb(underLoad[0]!)} → ${mb(rss.at(-1)!)}${settled ? ` → ${mb(settled[target].at(-1)!.rssBytes)}` : ""} | ` +
+        `${mb(Math.min(...underLoad))} – ${mb(Math.max(...underLoad))} | ` +
+        `${((slope(samples) * 1000) / 1024 / 1024).toFixed(2)} | ${rss.map(mb).join(" ")} |`,
+    );
+  }
+}
+
+/**
+ * Least-squares slope of RSS over chats, in bytes per chat, from the first sample under load on: the one before the
+ * first chat is the idle process, whose step up to a crowd's working set is no growth.
+ */
+function slope(all: { chats: number; rssBytes: number }[]): number {
+  const samples = all.filter((sample) => sample.chats > 0);
+  const meanX = sum(samples.map((sample) => sample.chats)) / samples.length;
+  const meanY = sum(samples.map((sample) => sample.rssBytes)) / samples.length;
+  const covariance = sum(samples.map((sample) => (sample.chats - meanX) * (sample.rssBytes - meanY)));
+  const variance = sum(samples.map((sample) => (sample.chats - meanX) ** 2));
+  return variance === 0 ? 0 : covariance / variance;
 }
 
 function rate(figures: { chatsPerSecond: number; perRound: number[] }): string {

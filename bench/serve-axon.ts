@@ -16,7 +16,7 @@ const { startAxon } = (await built("axon.js")) as typeof import("../src/axon.js"
 const { loadConfig } = (await built("config.js")) as typeof import("../src/config.js");
 const { createLogger, batchedLines } = (await built("logger.js")) as typeof import("../src/logger.js");
 const { startTracing } = (await built("telemetry/start.js")) as typeof import("../src/telemetry/start.js");
-// As main.ts does: traces leave only when the OTEL_* variables of this process name an endpoint.
+// As serve.ts does: traces leave only when the OTEL_* variables of this process name an endpoint.
 const stopTracing = await startTracing(process.env);
 const dataDir = mkdtempSync(path.join(os.tmpdir(), "axon-bench-"));
 const env: Record<string, string> = {

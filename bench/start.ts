@@ -11,7 +11,9 @@ import { machine } from "./machine.js";
 /*
  * Axon's start-up, as a user meets it: `node dist/main.js` (what `npm start` runs) until /readyz answers 200, on a
  * fresh data directory (first start: secrets, sealing key, SQLite file and migrations made) and again on the same one;
- * `npm start` once more; and `node bin/axon.mjs --help` until it exits. Part of `npm run bench`; alone:
+ * `npm start` once more; and `node bin/axon.mjs --help` until it exits. After the restart's /readyz the server idles a
+ * few seconds, then its RSS and threads are read: what an idle server nobody has used yet holds. Part of
+ * `npm run bench`; alone:
  *
  *   npx tsx bench/start.ts --starts 9
  *   npx tsx bench/start.ts --starts 9 --compare /tmp/main-checkout   # another built checkout, interleaved run by run
@@ -38,7 +40,7 @@ export async function printStartUp({ starts, checkouts }: StartUpSettings): Prom
       const dataDir = mkdtempSync(path.join(os.tmpdir(), "axon-bench-start-"));
       try {
         timing.firstStarts.push(await timeToReady(root, dataDir, [process.execPath, "dist/main.js"]));
-        timing.restarts.push(await timeToReady(root, dataDir, [process.execPath, "dist/main.js"]));
+        timing.restarts.push(await timeToReady(root, dataDir, [process.execPath, "dist/main.js"], idleMs));
         timing.npmStarts.push(await timeToReady(root, dataDir, ["npm", "start", "--silent"]));
       } finally {
         rmSync(dataDir, { recursive: true, force: true });
@@ -48,7 +50,7 @@ export async function printStartUp({ starts, checkouts }: StartUpSettings): Prom
   }
   console.log(`Start-up (${starts} runs each, load average ${loadBefore.toFixed(2)} at the start, ${os.loadavg()[0]!.toFixed(2)} at the end):`);
   console.log("");
-  console.log(`| ${checkouts.length > 1 ? "Checkout | " : ""}What | median ms | min ms | max ms | process CPU ms, median |`);
+  console.log(`| ${checkouts.length > 1 ? "Checkout | " : ""}What | median | min | max | process CPU ms, median |`);
   console.log(`| ${checkouts.length > 1 ? "--- | " : ""}--- | ---: | ---: | ---: | ---: |`);
   checkouts.forEach((root, index) => {
     const { firstStarts, restarts, npmStarts, helps } = timings[index]!;
@@ -62,8 +64,14 @@ export async function printStartUp({ starts, checkouts }: StartUpSettings): Prom
       const cpu = runs.flatMap((timing) => (timing.cpuMs === undefined ? [] : [timing.cpuMs])).sort((a, b) => a - b);
       const cpuMedian = cpu.length > 0 ? String(Math.round(percentile(cpu, 0.5))) : "–";
       const checkout = checkouts.length > 1 ? `${root} | ` : "";
-      console.log(`| ${checkout}${what} | ${Math.round(percentile(wall, 0.5))} | ${Math.round(wall[0]!)} | ${Math.round(wall.at(-1)!)} | ${cpuMedian} |`);
+      console.log(`| ${checkout}${what} | ${Math.round(percentile(wall, 0.5))} ms | ${Math.round(wall[0]!)} ms | ${Math.round(wall.at(-1)!)} ms | ${cpuMedian} |`);
     }
+    const idle = restarts.flatMap((timing) => (timing.idle ? [timing.idle] : []));
+    const rss = idle.map((sample) => sample.rssMb).sort((a, b) => a - b);
+    const threads = idle.map((sample) => sample.threads).sort((a, b) => a - b);
+    const checkout = checkouts.length > 1 ? `${root} | ` : "";
+    console.log(`| ${checkout}RSS ${idleMs / 1000} s after the restart's /readyz, idle | ${Math.round(percentile(rss, 0.5))} MB | ${Math.round(rss[0]!)} MB | ${Math.round(rss.at(-1)!)} MB | – |`);
+    console.log(`| ${checkout}threads then | ${percentile(threads, 0.5)} | ${threads[0]} | ${threads.at(-1)} | – |`);
   });
 }
 
@@ -72,12 +80,24 @@ interface Timing {
   wallMs: number;
   /** Undefined when the process timed is not Axon's own (npm start). */
   cpuMs: number | undefined;
+  /** Read from /proc after the server idled, when asked for. */
+  idle?: { rssMb: number; threads: number };
 }
+
+/** How long a restarted server idles before its memory and threads are read. */
+const idleMs = 3_000;
 
 // utime + stime of /proc/<pid>/stat, in clock ticks (USER_HZ, 100 on Linux).
 function cpuMsOf(pid: number): number {
   const fields = statFields(pid);
   return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+// VmRSS and Threads of /proc/<pid>/status.
+function idleOf(pid: number): { rssMb: number; threads: number } {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1]);
+  return { rssMb: field("VmRSS") / 1024, threads: field("Threads") };
 }
 
 // cutime + cstime of this process: the CPU time of its children once they have exited and been reaped.
@@ -91,7 +111,7 @@ function statFields(pid: number): string[] {
   return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
 }
 
-async function timeToReady(root: string, dataDir: string, [command, ...args]: [string, ...string[]]): Promise<Timing> {
+async function timeToReady(root: string, dataDir: string, [command, ...args]: [string, ...string[]], idleAfterMs?: number): Promise<Timing> {
   const port = await freePort();
   const started = performance.now();
   // In a process group of its own, so that stopping it stops what it started (npm runs Axon in a child).
@@ -110,7 +130,12 @@ async function timeToReady(root: string, dataDir: string, [command, ...args]: [s
         (response) => response.status === 200,
         () => false,
       );
-      if (ready) return { wallMs: performance.now() - started, cpuMs: command === process.execPath ? cpuMsOf(child.pid!) : undefined };
+      if (ready) {
+        const timing = { wallMs: performance.now() - started, cpuMs: command === process.execPath ? cpuMsOf(child.pid!) : undefined };
+        if (idleAfterMs === undefined) return timing;
+        await new Promise((resolve) => setTimeout(resolve, idleAfterMs));
+        return { ...timing, idle: idleOf(child.pid!) };
+      }
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
   } finally {

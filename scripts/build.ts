@@ -65,11 +65,12 @@ async function threadEntries(): Promise<string[]> {
 }
 
 /**
- * Prisma's generated client imports its query compiler as a 4.4 MB module holding one base64 string, and compiling that
- * module takes 150 ms of every start. In the build the compiler is a .wasm file of its own, next to the chunk that reads
- * it (esbuild's `file` loader gives its path relative to that chunk), so a start neither compiles nor decodes the text.
- * The client still calls `Buffer.from(wasm, "base64")` on what the module exports: given an ArrayBuffer, that wraps it
- * (the encoding taken for an offset that is not a number, so 0) without decoding or copying 3.3 MB.
+ * Prisma's generated client imports its query compiler as a module holding one base64 string (2.2 MB for the small
+ * build the schema asks for), and compiling that module is a large share of a start. In the build the compiler is a
+ * .wasm file of its own, next to the chunk that reads it (esbuild's `file` loader gives its path relative to that
+ * chunk), so a start neither compiles nor decodes the text. The client still calls `Buffer.from(wasm, "base64")` on
+ * what the module exports: given an ArrayBuffer, that wraps it (the encoding taken for an offset that is not a
+ * number, so 0) without decoding or copying it.
  */
 const prismaWasmFromFile: Plugin = {
   name: "prisma-wasm-from-file",

@@ -59,9 +59,12 @@ export async function startAxon(
   const chatThread: ChatThread | undefined = options.chats ? undefined : new ChatThread({ config, env, logger, deployTemporaryNetworks });
   const chats = options.chats ?? chatThread!;
   // The networks are read while the database opens: the one is mostly the HOCON parser's work, the other mostly
-  // waiting for the disk and the SQLite thread. Nothing reads the registry before both are done.
+  // waiting for the disk and the SQLite thread, so the database goes first, its thread starting while the networks
+  // parse. Nothing reads the registry before both are done.
+  const starting = startOperations(config, logger, { registry, chats, env, clock });
   const loading = registry.reload({ throwOnBrokenManifest: true });
-  const operations = await startOperations(config, logger, { registry, chats, env, clock }).catch(async (error: unknown) => {
+  loading.catch(() => undefined); // awaited below, once operations have started
+  const operations = await starting.catch(async (error: unknown) => {
     await loading.catch(() => undefined);
     throw error;
   });

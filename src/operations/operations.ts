@@ -70,18 +70,16 @@ export async function startOperations(
   logger: Logger,
   deps: { registry: AgentRegistry; chats: ChatRunner; env: NodeJS.ProcessEnv; clock?: Clock },
 ): Promise<Operations> {
-  const clients = await loadPrincipals(config.clientsFile, "client", { generateIfMissing: { names: ["local"] }, logger });
-  const operators = await loadPrincipals(config.operatorsFile, "operator", { generateIfMissing: { names: ["admin"] }, logger });
-  assertSeparateSecrets(clients.principals, operators.principals);
-
-  const [policy, admission, credentials, access, upstreams, webhooks] = await Promise.all([
-    loadPolicy(config.policyFile, { projectRoot: config.projectRoot }),
-    loadAdmissionLimits(config.admissionFile, { projectRoot: config.projectRoot }),
-    loadCredentials(config.credentialsFile, deps.env, { projectRoot: config.projectRoot }),
-    loadNetworkAccess(config.networkAccessFile, { projectRoot: config.projectRoot }),
-    loadUpstreams(config.inferenceFile, deps.env, { projectRoot: config.projectRoot }),
-    loadApprovalWebhooks(config.approvalWebhooksFile, deps.env, { projectRoot: config.projectRoot }),
-  ]);
+  // The database opens while the secrets and the files load: most of an open is the disk's and the SQLite thread's
+  // start, which the event loop need not wait for. A file that cannot be read stops it again.
+  const waiting = waitForDatabase(config.databaseUrl, logger);
+  waiting.firstTry.catch(() => undefined);
+  const files = loadFiles(config, logger, deps.env).catch(async (error: unknown) => {
+    waiting.stop();
+    await waiting.opened.then((database) => database.close(), () => undefined);
+    throw error;
+  });
+  const { clients, operators, policy, admission, credentials, access, upstreams, webhooks } = await files;
   const announcer = webhooks.length > 0 ? new ApprovalAnnouncer({ hooks: webhooks, logger }) : undefined;
   const clock = deps.clock ?? systemClock;
   const parts = { database: new OnceOpen<Database>(), broker: new OnceOpen<OperationsBroker>(), worker: new OnceOpen<ExecutionWorker>(), transfers: new OnceOpen<Transfers>() };
@@ -140,7 +138,6 @@ export async function startOperations(
     };
   };
 
-  const waiting = waitForDatabase(config.databaseUrl, logger);
   const opened = waiting.opened.then(assemble);
   // A first try that fails for good rejects startOperations itself: `opened`, rejecting with it, is nobody's to catch.
   opened.catch(() => undefined);
@@ -171,4 +168,21 @@ export async function startOperations(
       await closeAssembled?.();
     },
   };
+}
+
+/** The secrets (made on a first start) and the files operations are configured by. */
+async function loadFiles(config: Config, logger: Logger, env: NodeJS.ProcessEnv) {
+  const clients = await loadPrincipals(config.clientsFile, "client", { generateIfMissing: { names: ["local"] }, logger });
+  const operators = await loadPrincipals(config.operatorsFile, "operator", { generateIfMissing: { names: ["admin"] }, logger });
+  assertSeparateSecrets(clients.principals, operators.principals);
+  const { projectRoot } = config;
+  const [policy, admission, credentials, access, upstreams, webhooks] = await Promise.all([
+    loadPolicy(config.policyFile, { projectRoot }),
+    loadAdmissionLimits(config.admissionFile, { projectRoot }),
+    loadCredentials(config.credentialsFile, env, { projectRoot }),
+    loadNetworkAccess(config.networkAccessFile, { projectRoot }),
+    loadUpstreams(config.inferenceFile, env, { projectRoot }),
+    loadApprovalWebhooks(config.approvalWebhooksFile, env, { projectRoot }),
+  ]);
+  return { clients, operators, policy, admission, credentials, access, upstreams, webhooks };
 }

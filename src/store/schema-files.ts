@@ -28,7 +28,12 @@ export function clientDirectory(provider: Provider): string {
   return path.join(projectRoot, "src", "gen", "prisma", folderNames[provider]);
 }
 
-/** One provider's schema.prisma: a header naming the provider and the client's output, then the shared models. */
+/**
+ * One provider's schema.prisma: a header naming the provider and the client's output, then the shared models.
+ * `compilerBuild = "small"`: the query compiler built for size. Its .wasm is half the fast build's, and what V8 does
+ * with it at start (compiling it, then optimizing the functions the first queries make hot) takes half the CPU and
+ * some 60 MB less memory; once compiled, a query's plan is cached, so the compiler's own speed rarely matters.
+ */
 export function renderSchema(provider: Provider, models: string): string {
   const output = path.relative(providerDirectory(provider), clientDirectory(provider)).split(path.sep).join("/");
   return `// Generated from prisma/models.prisma by \`npm run prisma:generate\`; do not edit.
@@ -43,6 +48,7 @@ generator client {
   runtime             = "nodejs"
   moduleFormat        = "esm"
   importFileExtension = "js"
+  compilerBuild       = "small"
 }
 
 ${models.trimEnd()}
