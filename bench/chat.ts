@@ -2,7 +2,7 @@ import os from "node:os";
 import { parseArgs } from "node:util";
 import { chatError } from "./chat-check.js";
 import { KeepAliveHttpClient, type HttpRequestSpec } from "./clients.js";
-import { percentile, runLoad, type Call, type LoadResult } from "./load.js";
+import { percentile, runLoad, runUntil, type Call, type LoadResult } from "./load.js";
 import { machine } from "./machine.js";
 import type { AxonReady } from "./serve-axon.js";
 import type { ChatBaselineReady, ChatBaselineScript } from "./serve-chat-baseline.js";
@@ -11,8 +11,9 @@ import { startServerProcess, type ServerProcess, type ServerSample } from "./ser
 
 /*
  * `npm run bench:chat`: StreamingChat over REST on a three-node network (front man -> LLM sub-agent -> coded tool)
- * against a zero-latency scripted LLM, MAXIMAL so every message is built and sent. Axon is compared in the same run
- * with a bare server that makes the same LLM round trips through the same SDK and answers the same bytes:
+ * against a zero-latency scripted LLM, MAXIMAL so every message is built and sent (`--filter MINIMAL`: only the final
+ * answer is). Axon is compared in the same run with a bare server that makes the same LLM round trips through the
+ * same SDK and answers the same bytes:
  *   1. per-chat and per-message overhead at a low, fixed concurrency;
  *   2. 200 chats in flight on one Axon process: latency percentiles, throughput, memory, errors.
  * Axon, the baseline and the scripted LLM each run in their own process. Prints Markdown for docs/benchmarks.md.
@@ -28,11 +29,17 @@ const { values: flags } = parseArgs({
     "crowd-seconds": { type: "string", default: "8" },
     "crowd-warmup": { type: "string", default: "2" },
     "crowd-rounds": { type: "string", default: "2" },
-    // Writes a V8 CPU profile of the Axon process to this folder (open it in Chrome DevTools or speedscope).
+    // Chats at the crowd's concurrency on each server before anything is measured, so that both are measured with
+    // their code compiled (Axon has more of it to compile than the baseline).
+    "jit-warmup": { type: "string", default: "10" },
+    // MAXIMAL streams every message; MINIMAL only the final answer (the thread still runs the whole chat).
+    filter: { type: "string", default: "MAXIMAL" },
+    // Writes V8 CPU profiles of the Axon process to DIR/axon and of the baseline to DIR/baseline (open them in
+    // Chrome DevTools or speedscope).
     profile: { type: "string" },
   },
 });
-type NumericFlag = Exclude<keyof typeof flags, "profile">;
+type NumericFlag = Exclude<keyof typeof flags, "profile" | "filter">;
 function positive(flag: NumericFlag): number {
   const value = Number(flags[flag]);
   if (!(value > 0)) throw new Error(`--${flag} must be a positive number, got ${flags[flag]}`);
@@ -45,13 +52,18 @@ const crowdLoad = {
   concurrency: positive("crowd"),
 };
 const rounds = { overhead: positive("rounds"), crowd: positive("crowd-rounds") };
+const jitWarmupMs = Number(flags["jit-warmup"]) * 1000;
+if (!(jitWarmupMs >= 0)) throw new Error(`--jit-warmup must be a number of seconds, got ${flags["jit-warmup"]}`);
+const filter = flags.filter;
+if (filter !== "MAXIMAL" && filter !== "MINIMAL") throw new Error(`--filter must be MAXIMAL or MINIMAL, got ${filter}`);
+const profileArgs = (name: string): string[] => (flags.profile ? ["--cpu-prof", `--cpu-prof-dir=${flags.profile}/${name}`] : []);
 
 const network = "three_node";
 const chatRequest: HttpRequestSpec = {
   method: "POST",
   path: `/api/v1/${network}/streaming_chat`,
   headers: { "content-type": "application/json" },
-  body: Buffer.from(JSON.stringify({ user_message: { text: "What do benchmarks do?" }, chat_filter: { chat_filter_type: "MAXIMAL" } })),
+  body: Buffer.from(JSON.stringify({ user_message: { text: "What do benchmarks do?" }, chat_filter: { chat_filter_type: filter } })),
 };
 
 type Target = "Axon" | "baseline";
@@ -78,7 +90,7 @@ try {
         ...llm.ready.env,
       }),
     },
-    nodeArgs: flags.profile ? ["--cpu-prof", `--cpu-prof-dir=${flags.profile}`] : [],
+    nodeArgs: profileArgs("axon"),
   });
   processes.push(axon);
   const axonHttp = new KeepAliveHttpClient({ host: "127.0.0.1", port: axon.ready.port }, crowdLoad.concurrency);
@@ -107,6 +119,7 @@ try {
   };
   const baseline = await startServerProcess<ChatBaselineReady>(new URL("./serve-chat-baseline.ts", import.meta.url), {
     env: { BENCH_CHAT_BASELINE: JSON.stringify(script) },
+    nodeArgs: profileArgs("baseline"),
   });
   processes.push(baseline);
   const baselineHttp = new KeepAliveHttpClient({ host: "127.0.0.1", port: baseline.ready.port }, crowdLoad.concurrency);
@@ -152,6 +165,9 @@ try {
   };
 
   printHeader(shape);
+  if (jitWarmupMs > 0) {
+    for (const target of targets) await runUntil(calls[target], crowdLoad.concurrency, AbortSignal.timeout(jitWarmupMs));
+  }
   const overhead = await alternate(rounds.overhead, overheadLoad, `${overheadLoad.concurrency} in flight`);
   const crowd = await alternate(rounds.crowd, crowdLoad, `${crowdLoad.concurrency} in flight`);
   printOverhead(overhead, shape);
@@ -182,11 +198,12 @@ function printHeader(shape: { messages: number; llmRoundTrips: number; responseB
   // Other work on the machine takes cores from every process here; the load average before and after shows if there was any.
   console.log(`Load average at start (1 min): ${os.loadavg()[0]!.toFixed(2)}`);
   console.log(
-    `Chat: \`POST ${chatRequest.path}\`, MAXIMAL: ${shape.messages} messages (${shape.responseBytes} B of json-lines), ` +
+    `Chat: \`POST ${chatRequest.path}\`, ${filter}: ${shape.messages} messages (${shape.responseBytes} B of json-lines), ` +
       `${shape.llmRoundTrips} LLM round trips`,
   );
   console.log(
-    `Load: per-message overhead ${overheadLoad.concurrency} chat(s) in flight, ${flags.warmup} s warm-up + ${flags.seconds} s measured, ` +
+    `Warm-up: ${flags["jit-warmup"]} s of ${crowdLoad.concurrency} chats in flight on each server before the first measurement; then ` +
+      `per-message overhead ${overheadLoad.concurrency} chat(s) in flight, ${flags.warmup} s warm-up + ${flags.seconds} s measured, ` +
       `${rounds.overhead} rounds; crowd ${crowdLoad.concurrency} chats in flight (${crowdLoad.concurrency} keep-alive sockets), ` +
       `${flags["crowd-warmup"]} s warm-up + ${flags["crowd-seconds"]} s measured, ${rounds.crowd} rounds; Axon and baseline alternate`,
   );
