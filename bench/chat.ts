@@ -11,8 +11,9 @@ import { startServerProcess, type ServerProcess, type ServerSample } from "./ser
 
 /*
  * `npm run bench:chat`: StreamingChat over REST on a three-node network (front man -> LLM sub-agent -> coded tool)
- * against a zero-latency scripted LLM, MAXIMAL so every message is built and sent. Axon is compared in the same run
- * with a bare server that makes the same LLM round trips through the same SDK and answers the same bytes:
+ * against a zero-latency scripted LLM, MAXIMAL so every message is built and sent (`--filter MINIMAL`: only the final
+ * answer is). Axon is compared in the same run with a bare server that makes the same LLM round trips through the
+ * same SDK and answers the same bytes:
  *   1. per-chat and per-message overhead at a low, fixed concurrency;
  *   2. 200 chats in flight on one Axon process: latency percentiles, throughput, memory, errors;
  *   3. with --settle, the memory each process comes back to once the crowd has gone; with --soak, whether memory
@@ -35,11 +36,17 @@ const { values: flags } = parseArgs({
     // A soak: --soak-chats chats at the crowd's concurrency on each process, RSS sampled every --soak chats (0: skipped).
     soak: { type: "string", default: "0" },
     "soak-chats": { type: "string", default: "20000" },
-    // Writes a V8 CPU profile of the Axon process to this folder (open it in Chrome DevTools or speedscope).
+    // Chats at the crowd's concurrency on each server before anything is measured, so that both are measured with
+    // their code compiled (Axon has more of it to compile than the baseline).
+    "jit-warmup": { type: "string", default: "10" },
+    // MAXIMAL streams every message; MINIMAL only the final answer (the thread still runs the whole chat).
+    filter: { type: "string", default: "MAXIMAL" },
+    // Writes V8 CPU profiles of the Axon process to DIR/axon and of the baseline to DIR/baseline (open them in
+    // Chrome DevTools or speedscope).
     profile: { type: "string" },
   },
 });
-type NumericFlag = Exclude<keyof typeof flags, "profile">;
+type NumericFlag = Exclude<keyof typeof flags, "profile" | "filter">;
 function positive(flag: NumericFlag): number {
   const value = Number(flags[flag]);
   if (!(value > 0)) throw new Error(`--${flag} must be a positive number, got ${flags[flag]}`);
@@ -61,13 +68,18 @@ const settleSeconds = nonNegative("settle");
 const soak = { every: nonNegative("soak"), chats: positive("soak-chats") };
 /** How often RSS is sampled while both processes settle. */
 const settleSampleMs = 5_000;
+const jitWarmupMs = Number(flags["jit-warmup"]) * 1000;
+if (!(jitWarmupMs >= 0)) throw new Error(`--jit-warmup must be a number of seconds, got ${flags["jit-warmup"]}`);
+const filter = flags.filter;
+if (filter !== "MAXIMAL" && filter !== "MINIMAL") throw new Error(`--filter must be MAXIMAL or MINIMAL, got ${filter}`);
+const profileArgs = (name: string): string[] => (flags.profile ? ["--cpu-prof", `--cpu-prof-dir=${flags.profile}/${name}`] : []);
 
 const network = "three_node";
 const chatRequest: HttpRequestSpec = {
   method: "POST",
   path: `/api/v1/${network}/streaming_chat`,
   headers: { "content-type": "application/json" },
-  body: Buffer.from(JSON.stringify({ user_message: { text: "What do benchmarks do?" }, chat_filter: { chat_filter_type: "MAXIMAL" } })),
+  body: Buffer.from(JSON.stringify({ user_message: { text: "What do benchmarks do?" }, chat_filter: { chat_filter_type: filter } })),
 };
 
 type Target = "Axon" | "baseline";
@@ -94,7 +106,7 @@ try {
         ...llm.ready.env,
       }),
     },
-    nodeArgs: flags.profile ? ["--cpu-prof", `--cpu-prof-dir=${flags.profile}`] : [],
+    nodeArgs: profileArgs("axon"),
   });
   processes.push(axon);
   // Right after the start, before any chat: what an idle server that nobody has used yet holds.
@@ -125,6 +137,7 @@ try {
   };
   const baseline = await startServerProcess<ChatBaselineReady>(new URL("./serve-chat-baseline.ts", import.meta.url), {
     env: { BENCH_CHAT_BASELINE: JSON.stringify(script) },
+    nodeArgs: profileArgs("baseline"),
   });
   processes.push(baseline);
   const baselineHttp = new KeepAliveHttpClient({ host: "127.0.0.1", port: baseline.ready.port }, crowdLoad.concurrency);
@@ -170,6 +183,9 @@ try {
   };
 
   printHeader(shape);
+  if (jitWarmupMs > 0) {
+    for (const target of targets) await runUntil(calls[target], crowdLoad.concurrency, AbortSignal.timeout(jitWarmupMs));
+  }
   const overhead = await alternate(rounds.overhead, overheadLoad, `${overheadLoad.concurrency} in flight`);
   const crowd = await alternate(rounds.crowd, crowdLoad, `${crowdLoad.concurrency} in flight`);
   const settled = settleSeconds > 0 ? await settleAll(servers) : undefined;
@@ -258,11 +274,12 @@ function printHeader(shape: { messages: number; llmRoundTrips: number; responseB
   // Other work on the machine takes cores from every process here; the load average before and after shows if there was any.
   console.log(`Load average at start (1 min): ${os.loadavg()[0]!.toFixed(2)}`);
   console.log(
-    `Chat: \`POST ${chatRequest.path}\`, MAXIMAL: ${shape.messages} messages (${shape.responseBytes} B of json-lines), ` +
+    `Chat: \`POST ${chatRequest.path}\`, ${filter}: ${shape.messages} messages (${shape.responseBytes} B of json-lines), ` +
       `${shape.llmRoundTrips} LLM round trips`,
   );
   console.log(
-    `Load: per-message overhead ${overheadLoad.concurrency} chat(s) in flight, ${flags.warmup} s warm-up + ${flags.seconds} s measured, ` +
+    `Warm-up: ${flags["jit-warmup"]} s of ${crowdLoad.concurrency} chats in flight on each server before the first measurement; then ` +
+      `per-message overhead ${overheadLoad.concurrency} chat(s) in flight, ${flags.warmup} s warm-up + ${flags.seconds} s measured, ` +
       `${rounds.overhead} rounds; crowd ${crowdLoad.concurrency} chats in flight (${crowdLoad.concurrency} keep-alive sockets), ` +
       `${flags["crowd-warmup"]} s warm-up + ${flags["crowd-seconds"]} s measured, ${rounds.crowd} rounds; Axon and baseline alternate`,
   );

@@ -1,4 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
+import type { ChatFilter_ChatFilterType as ChatFilterType } from "../gen/neuro_san/api/grpc/agent_pb.js";
 import type { ChatContext, ChatMessage } from "../gen/neuro_san/api/grpc/chat_pb.js";
 import type { MimeData } from "../gen/neuro_san/api/grpc/mime_data_pb.js";
 import type { AgentNetwork } from "./agent-network.js";
@@ -17,6 +18,11 @@ export interface ChatTurn {
   signal: AbortSignal;
   /** The authenticated client, when the transport knows it: who an operator is told asked for a held tool call. */
   clientId?: string;
+  /**
+   * What the caller passes on (StreamingChat's chat_filter): a runner may leave the other messages out where they are
+   * made (the chat thread does, so they never cross). Absent: every message.
+   */
+  filter?: ChatFilterType;
 }
 
 /**

@@ -28,6 +28,7 @@ export function agentService(registry: AgentRegistry, chats: ChatRunner, access:
 
     async *streamingChat(request, context) {
       const network = await networkOf(request.agentName, context);
+      const filter = request.chatFilter?.chatFilterType ?? ChatFilterType.MINIMAL;
       const messages = await chats.start({
         network,
         text: request.userMessage?.text ?? "",
@@ -36,10 +37,10 @@ export function agentService(registry: AgentRegistry, chats: ChatRunner, access:
         chatContext: request.chatContext,
         metadata: context.values.get(requestMetadataKey),
         signal: context.signal,
+        filter,
         ...principalOf(context),
       });
       context.values.get(streamStartKey)();
-      const filter = request.chatFilter?.chatFilterType ?? ChatFilterType.MINIMAL;
       const echo = filter === ChatFilterType.MAXIMAL ? { request } : {};
       for await (const message of filterChatMessages(messages, filter)) {
         yield { ...echo, response: message };

@@ -192,6 +192,7 @@ class RunningThread {
       metadata: turn.metadata,
       trace: traceCarrier(),
       clientId: turn.clientId,
+      filter: turn.filter,
     });
     if (signal.aborted) cancel();
     else signal.addEventListener("abort", cancel, { once: true });

@@ -1,6 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Config } from "../../config.js";
 import type { Code } from "../../errors.js";
+import type { ChatFilter_ChatFilterType as ChatFilterType } from "../../gen/neuro_san/api/grpc/agent_pb.js";
 import type { LlmCallRecord } from "../../telemetry/llm-calls.js";
 import type { HeldToolCall, ToolCallDecision, ToolCallOutcome } from "../tool-call-holds.js";
 import type { DeployedNetwork, TemporaryDeployment, TemporaryNetworkSpec } from "../temporary-networks.js";
@@ -33,6 +34,8 @@ export type Instruction =
       /** The calling RPC's trace (W3C headers), when tracing is on: the chat's spans join it. */
       trace: Record<string, string> | undefined;
       clientId: string | undefined;
+      /** Only the messages this filter lets through cross back; absent, all. */
+      filter: ChatFilterType | undefined;
     }
   | { kind: "cancel"; id: number }
   /** A held tool call waits for an operator, on the request `requestId`. */

@@ -7,6 +7,7 @@ import { agentNotFound } from "../../errors.js";
 import { createLogger } from "../../logger.js";
 import { createAgentRuntime, type ConfiguredRuntime } from "../configured-runtime.js";
 import { AgentRegistry } from "../registry.js";
+import { filterChatMessages } from "../filters.js";
 import type { AgentNetwork } from "../agent-network.js";
 import { Batches } from "./batches.js";
 import { ThreadHolds } from "./thread-holds.js";
@@ -34,8 +35,9 @@ const reports = new Batches<Report>((batch) => port.postMessage(batch));
 const send = (report: Report) => reports.push(report);
 // One log stream: records go to the server's logger, which writes them where it writes its own.
 const logger = createLogger(logLevel, { write: (record: string) => send({ kind: "log", record }) });
-// The server's /metrics counts the model calls made here.
-onLlmCall((record) => send({ kind: "llm-call", record }));
+// The server's /metrics counts the model calls made here: a count rides with the chat's next messages rather than
+// waking the serving loop on its own.
+onLlmCall((record) => reports.pushLate({ kind: "llm-call", record }));
 
 // The thread exports its own spans (the SDK is per thread), under the trace each chat's start carries.
 await startTracing(process.env);
@@ -106,7 +108,8 @@ async function run(turn: Extract<Instruction, { kind: "start" }>): Promise<void>
     }
     send({ kind: "started", id });
     try {
-      for await (const message of messages) send({ kind: "message", id, message: toBinary(ChatMessageSchema, message) });
+      const passed = turn.filter === undefined ? messages : filterChatMessages(messages, turn.filter);
+      for await (const message of passed) send({ kind: "message", id, message: toBinary(ChatMessageSchema, message) });
       send({ kind: "ended", id });
     } catch (error) {
       send({ kind: "failed", id, error: toWireError(error) });

@@ -5,10 +5,16 @@ export const jsonLinesContentType = "application/json-lines";
 
 /**
  * neuro-san's streaming body: status 200 and the headers go out at once when the stream starts, then
- * one JSON value per line, each written (and so sent) as soon as it exists.
+ * one JSON value per line, each sent as soon as it exists. The lines produced in one turn of the event loop (a chat's
+ * messages arrive in bursts, one per LLM round trip) leave in one write: the bytes are the same, with one chunk's
+ * framing and one trip through the HTTP stack instead of one per line.
  */
 export class JsonLinesWriter {
   #started = false;
+  /** Lines not written yet: written together once this turn's work is done. */
+  #pending = "";
+  /** Set while the socket has more than it takes: the next line waits for it to drain. */
+  #draining: Promise<void> | undefined;
 
   constructor(
     private readonly res: ResponseSink,
@@ -34,16 +40,29 @@ export class JsonLinesWriter {
     this.res.flushHeaders?.();
   }
 
-  /** Writes one line; resolves once the socket can take more (or the client has gone). */
+  /** Writes one line (with the others of this turn); resolves once the socket can take more (or the client has gone). */
   async writeLine(json: JsonValue): Promise<void> {
     this.start();
     if (this.signal.aborted || this.res.writableEnded) return;
-    if (this.res.write(`${JSON.stringify(json)}\n`)) return;
-    await this.drained();
+    // After the promises of this turn have run, so that every line they produce joins the write.
+    if (this.#pending === "") process.nextTick(() => this.flush());
+    this.#pending += `${JSON.stringify(json)}\n`;
+    await this.#draining;
   }
 
   end(): void {
-    if (!this.res.writableEnded) this.res.end();
+    if (this.res.writableEnded) return;
+    const lines = this.#pending;
+    this.#pending = "";
+    if (lines === "" || this.signal.aborted) this.res.end();
+    else this.res.end(lines);
+  }
+
+  private flush(): void {
+    const lines = this.#pending;
+    this.#pending = "";
+    if (lines === "" || this.signal.aborted || this.res.writableEnded) return;
+    if (!this.res.write(lines)) this.#draining ??= this.drained().finally(() => (this.#draining = undefined));
   }
 
   private drained(): Promise<void> {

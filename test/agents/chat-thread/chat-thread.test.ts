@@ -7,9 +7,11 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ChatThread } from "../../../src/agents/chat-thread/chat-thread.js";
 import type { ChatRunner, ChatTurn } from "../../../src/agents/chat-runner.js";
 import { createAgentRuntime } from "../../../src/agents/configured-runtime.js";
+import { filterChatMessages } from "../../../src/agents/filters.js";
 import { AgentRegistry } from "../../../src/agents/registry.js";
 import { loadConfig } from "../../../src/config.js";
 import { AxonError } from "../../../src/errors.js";
+import { ChatFilter_ChatFilterType as ChatFilterType } from "../../../src/gen/neuro_san/api/grpc/agent_pb.js";
 import { ChatMessage_ChatMessageType as MessageType, ChatMessageSchema, type ChatMessage } from "../../../src/gen/neuro_san/api/grpc/chat_pb.js";
 import { createLogger } from "../../../src/logger.js";
 import { ScriptedLlm } from "../../support/scripted-llm/scripted-llm.js";
@@ -103,6 +105,15 @@ describe("the chat thread", () => {
     const actual = await collect(await threadWith(env).start(next));
     expect(actual.map(comparable)).toEqual(expected.map(comparable));
     expect(actual.length).toBeGreaterThan(2);
+  });
+
+  it("sends back only what the turn's filter lets through: the runtime's messages, filtered", async () => {
+    llm.script(callingFirst(() => ({ name: "Breaker" })));
+    const onLoop: ChatRunner = createAgentRuntime(loadConfig(env, projectRoot), registry, env, createLogger("silent"));
+    const expected = await collect(filterChatMessages(await onLoop.start(turn("Hello")), ChatFilterType.MINIMAL));
+    const actual = await collect(await threadWith(env).start(turn("Hello", { filter: ChatFilterType.MINIMAL })));
+    expect(actual.map(comparable)).toEqual(expected.map(comparable));
+    expect(actual.map((message) => message.type)).toEqual([MessageType.AGENT_FRAMEWORK]);
   });
 
   it("refuses before streaming with the AxonError the runtime threw, reason, code, message and metadata intact", async () => {
